@@ -1,0 +1,63 @@
+"""The contract every generator (built-in or LLM) fulfils inside the refinement loop."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from tritonsmith.problem import Problem
+from tritonsmith.tools._results import EvalResult
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One earlier candidate: its code, the evaluator's verdict, and the feedback the generator saw."""
+
+    iteration: int
+    source: str | None
+    result: EvalResult | None
+    feedback: str
+    reward: float
+    generator: str = ""
+    variant: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationRequest:
+    """Everything a generator may use to write the next candidate."""
+
+    problem: Problem
+    iteration: int
+    history: Sequence[Attempt] = ()
+    examples: Sequence[str] = ()
+    analysis: str = ""
+    device: str = "cuda"
+    start_from: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """A generator's answer. ``source`` is None when it had nothing to offer; ``note`` says why."""
+
+    source: str | None
+    note: str = ""
+    variant: str | None = None
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    exhausted: bool = False
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """Writes ``ModelNew`` candidates. ``exhausted=True`` in a Candidate means it has no further ideas."""
+
+    name: str
+
+    def generate(self, request: GenerationRequest) -> Candidate: ...
