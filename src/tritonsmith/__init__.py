@@ -1,0 +1,40 @@
+"""tritonsmith: turn PyTorch reference code into fast, verified Triton GPU kernels.
+
+Importing the package is cheap: torch, triton and langgraph load only when a function needs them.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EvalResult",
+    "EvalStatus",
+    "Problem",
+    "ProblemError",
+    "evaluate",
+    "load_problem",
+]
+
+_LAZY = {
+    "EvalResult": "tritonsmith.tools._results",
+    "EvalStatus": "tritonsmith.tools._results",
+    "Problem": "tritonsmith.problem",
+    "ProblemError": "tritonsmith.problem",
+    "evaluate": "tritonsmith.tools.evaluate",
+    "load_problem": "tritonsmith.problem",
+}
+
+if TYPE_CHECKING:
+    from tritonsmith.problem import Problem, ProblemError, load_problem
+    from tritonsmith.tools._results import EvalResult, EvalStatus
+    from tritonsmith.tools.evaluate import evaluate
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'tritonsmith' has no attribute {name!r}")

@@ -1,0 +1,97 @@
+"""Tolerance policies: is a candidate's output the reference's, within what the dtype allows?
+
+``kernelbench``: elementwise ``allclose`` with atol = rtol = 1e-4 for fp32 and 1e-2 for fp16/bf16, as
+KernelBench checks today.
+
+``numerics``: both outputs are compared with a float64 evaluation of the reference. The candidate passes
+when its normwise error is no worse than ``_ERROR_MULTIPLE`` times the reference's own error (or under a
+floor at the dtype's rounding level) and it meets a loose elementwise bound. This accepts a kernel that
+sums in another order (often more accurate than cuBLAS) while still refusing real bugs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+TOLERANCES = ("kernelbench", "numerics")
+_ERROR_MULTIPLE = 4.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    ok: bool
+    max_abs_error: float
+    max_rel_error: float
+    details: dict[str, Any]
+
+
+def kernelbench_tolerance(dtype: Any) -> float:
+    import torch
+
+    return 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4
+
+
+def _loose_tolerance(dtype: Any) -> float:
+    import torch
+
+    return 5e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-2
+
+
+def _rounding_floor(dtype: Any) -> float:
+    import torch
+
+    return {torch.float16: 1e-3, torch.bfloat16: 8e-3}.get(dtype, 2e-6)
+
+
+def compare(out: Any, ref: Any, *, policy: str, ref64: Any | None = None) -> Verdict:
+    """Compare one candidate tensor with the reference under ``policy``; shapes already match."""
+    import torch
+
+    if not torch.is_floating_point(ref):
+        equal = out.to(ref.dtype) == ref
+        return _verdict(bool(equal.all()), out, ref, ~equal)
+    out_f, ref_f = out.double(), ref.double()
+    if policy == "kernelbench":
+        tol = kernelbench_tolerance(ref.dtype)
+        bad = ~torch.isclose(out_f, ref_f, atol=tol, rtol=tol, equal_nan=True)
+        return _verdict(not bool(bad.any()), out_f, ref_f, bad)
+    if ref64 is None:
+        raise ValueError("the numerics policy needs a float64 reference")
+    exact = ref64.double()
+    tol = _loose_tolerance(ref.dtype)
+    bad = ~torch.isclose(out_f, exact, atol=tol, rtol=tol, equal_nan=True)
+    norm = float(exact.norm()) or 1.0
+    cand_err = float((out_f - exact).norm()) / norm
+    ref_err = float((ref_f - exact).norm()) / norm
+    bound = max(_ERROR_MULTIPLE * ref_err, _rounding_floor(ref.dtype))
+    ok = not bool(bad.any()) and cand_err <= bound and not bool(torch.isnan(out_f).any() & ~torch.isnan(exact).any())
+    verdict = _verdict(ok, out_f, exact, bad)
+    verdict.details.update(candidate_rel_error=cand_err, reference_rel_error=ref_err, allowed_rel_error=bound)
+    if not ok and not bool(bad.any()):
+        verdict.details["message"] = (
+            f"normwise error {cand_err:.2e} vs float64 exceeds {bound:.2e} "
+            f"({_ERROR_MULTIPLE:g}x the reference's own {ref_err:.2e})")
+    return verdict
+
+
+def _verdict(ok: bool, out: Any, ref: Any, bad: Any) -> Verdict:
+    import torch
+
+    diff = (out.double() - ref.double()).abs() if out.is_floating_point() else (out != ref).double()
+    finite = torch.isfinite(diff)
+    max_abs = float(diff[finite].max()) if bool(finite.any()) else float("nan")
+    rel = diff / ref.double().abs().clamp_min(1e-12)
+    max_rel = float(rel[finite].max()) if bool(finite.any()) else float("nan")
+    details: dict[str, Any] = {
+        "mismatched": int(bad.sum()),
+        "total": int(bad.numel()),
+        "nan_count": int(torch.isnan(out).sum()) if out.is_floating_point() else 0,
+        "inf_count": int(torch.isinf(out).sum()) if out.is_floating_point() else 0,
+    }
+    if bool(bad.any()):
+        flat = int(bad.reshape(-1).nonzero()[0])
+        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape)) if bad.dim() else ()
+        details.update(first_bad_index=index, candidate_value=float(out.reshape(-1)[flat]),
+                       reference_value=float(ref.reshape(-1)[flat]))
+    return Verdict(ok=ok, max_abs_error=max_abs, max_rel_error=max_rel, details=details)

@@ -1,0 +1,213 @@
+"""The evaluation worker: ``python -m tritonsmith.tools._worker SPEC.json``.
+
+Runs in its own process (see ``_sandbox``). Loads the reference and the candidate, checks the
+candidate on fresh random inputs for several trials, and on CUDA times candidate, eager reference and
+``torch.compile`` reference. Writes one JSON result; anything it cannot write is the parent's to explain.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tritonsmith._modload import import_file
+from tritonsmith._problem_meta import check_inputs, exec_reference, flatten_outputs
+from tritonsmith.problem import ProblemError
+from tritonsmith.tools._errors import CandidateFailure, describe, is_compile_error
+
+
+class Job:
+    """One evaluation: the spec, the loaded modules and a stage marker the parent can read after a kill."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.device: str = spec["device"]
+        self.candidate_path = Path(spec["candidate_path"])
+        self._stage_path = Path(spec["stage_path"])
+
+    def stage(self, name: str) -> None:
+        self._stage_path.write_text(name)
+
+    def write(self, result: dict[str, Any]) -> None:
+        path = Path(self.spec["result_path"])
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result))
+        tmp.replace(path)
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[1]).read_text())
+    job = Job(spec)
+    try:
+        result = run(job)
+    except ProblemError as exc:
+        result = {"problem_error": str(exc)}
+    except CandidateFailure as exc:
+        result = {"status": exc.status, "stage": exc.stage, "message": exc.message, "error": exc.detail}
+    job.write(result)
+    sys.stdout.flush()
+    return 0
+
+
+def run(job: Job) -> dict[str, Any]:
+    import torch
+
+    spec = job.spec
+    job.stage("load_reference")
+    ref_module = exec_reference(Path(spec["problem_path"]).read_text(), spec["problem_name"])
+    job.stage("load_candidate")
+    candidate_cls = load_candidate(job)
+    job.stage("init")
+    ref_model, cand_model, init = build_models(job, ref_module, candidate_cls)
+    make_inputs = input_factory(job, ref_module)
+    from tritonsmith.tools._trials import run_trials
+
+    correctness = run_trials(job, ref_model, cand_model, make_inputs)
+    result: dict[str, Any] = {"correctness": correctness}
+    if correctness["passed"] < correctness["trials"]:
+        mismatch = correctness.get("mismatch") or {}
+        result.update(status="wrong_output", stage="correctness", message=mismatch.get("message", "wrong output"))
+        return result
+    result.update(status="correct", message=f"correct on {correctness['trials']} trials")
+    if job.device == "cuda" and spec.get("benchmark", True):
+        from tritonsmith.tools._bench import run_benchmark
+
+        job.stage("benchmark")
+        result["benchmark"] = run_benchmark(job, ref_model, cand_model, make_inputs)
+    return result
+
+
+def load_candidate(job: Job) -> type:
+    try:
+        module = import_file(job.candidate_path, "_tritonsmith_candidate")
+    except BaseException as exc:  # the candidate's module body is untrusted code: any failure is its own
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise CandidateFailure("crashed", "load_candidate", f"candidate raised {type(exc).__name__} at import") from exc
+        raise CandidateFailure("compile_error", "load_candidate", "the candidate failed to import",
+                               describe(exc, job.candidate_path)) from exc
+    cls = getattr(module, "ModelNew", None)
+    if not isinstance(cls, type):
+        raise CandidateFailure("compile_error", "load_candidate",
+                               "the candidate defines no class ModelNew (it must subclass nn.Module and take the same "
+                               "constructor arguments as Model)")
+    return cls
+
+
+def build_models(job: Job, ref_module: Any, candidate_cls: type) -> tuple[Any, Any, list[Any]]:
+    """Model and ModelNew built from the same seed, so parameters with the same names match."""
+    import torch
+
+    seed = int(job.spec["seed"])
+    name = job.spec["problem_name"]
+    with torch.device(job.device):
+        init = check_inputs(ref_module.get_init_inputs(), "get_init_inputs", name)
+        torch.manual_seed(seed)
+        try:
+            ref_model = ref_module.Model(*init)
+        except Exception as exc:
+            raise ProblemError(f"{name}: Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from exc
+        torch.manual_seed(seed)
+        try:
+            cand_model = candidate_cls(*init)
+        except Exception as exc:
+            raise CandidateFailure(_status(exc), "init", "ModelNew(*get_init_inputs()) raised",
+                                   describe(exc, job.candidate_path)) from exc
+    ref_model = ref_model.to(job.device)
+    cand_model = cand_model.to(job.device) if hasattr(cand_model, "to") else cand_model
+    _load_weights(job, ref_model, cand_model)
+    dtype = job.spec.get("dtype")
+    if dtype:
+        ref_model = ref_model.to(getattr(torch, dtype))
+        cand_model = cand_model.to(getattr(torch, dtype))
+    return ref_model, cand_model, init
+
+
+def _load_weights(job: Job, ref_model: Any, cand_model: Any) -> None:
+    path = job.spec.get("weights_path")
+    if not path:
+        return
+    import torch
+
+    state = torch.load(path, map_location=job.device)
+    ref_model.load_state_dict(state)
+    own = cand_model.state_dict() if hasattr(cand_model, "state_dict") else {}
+    shared = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
+    if shared:
+        cand_model.load_state_dict(shared, strict=False)
+
+
+def input_factory(job: Job, ref_module: Any) -> Callable[[int], list[Any]]:
+    """Fresh inputs for a seed, created directly on the device (no host-side generation and copy)."""
+    import torch
+
+    name = job.spec["problem_name"]
+    dtype = getattr(torch, job.spec["dtype"]) if job.spec.get("dtype") else None
+
+    def make(seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        with torch.device(job.device):
+            try:
+                values = check_inputs(ref_module.get_inputs(), "get_inputs", name)
+            except ProblemError:
+                raise
+            except Exception as exc:
+                raise ProblemError(f"{name}: get_inputs() raised {type(exc).__name__}: {exc}") from exc
+        values = [v.to(job.device) if isinstance(v, torch.Tensor) else v for v in values]
+        if dtype is not None:
+            values = [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+        return values
+
+    return make
+
+
+def call_candidate(job: Job, model: Any, inputs: list[Any], stage: str) -> Any:
+    """Run the candidate's forward; its failures become CandidateFailure with a readable message."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            out = model(*inputs)
+        if job.device == "cuda":
+            torch.cuda.synchronize()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise CandidateFailure(_status(exc), stage, f"ModelNew.forward raised {type(exc).__name__}",
+                               describe(exc, job.candidate_path)) from exc
+    return out
+
+
+def call_reference(job: Job, model: Any, inputs: list[Any]) -> Any:
+    import torch
+
+    try:
+        with torch.no_grad():
+            return model(*inputs)
+    except Exception as exc:
+        raise ProblemError(f"{job.spec['problem_name']}: the reference forward raised {type(exc).__name__}: {exc}") from exc
+
+
+def float64_reference(model: Any, inputs: list[Any]) -> list[Any]:
+    """The reference evaluated in float64 (for the ``numerics`` policy)."""
+    import torch
+
+    model64 = copy.deepcopy(model).double()
+    inputs64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+    with torch.no_grad():
+        return flatten_outputs(model64(*inputs64))
+
+
+def _status(exc: BaseException) -> str:
+    return "compile_error" if is_compile_error(exc) else "runtime_error"
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    started = time.perf_counter()
+    sys.exit(main(sys.argv))

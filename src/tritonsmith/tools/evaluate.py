@@ -1,0 +1,221 @@
+"""The evaluator: is a Triton candidate correct, and how fast is it against eager and torch.compile?
+
+``evaluate`` is the plain function; ``evaluate_kernel_tool`` wraps it for LangChain agents.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from tritonsmith._modload import write_source
+from tritonsmith.problem import Problem, ProblemError, load_problem
+from tritonsmith.tools._compare import TOLERANCES
+from tritonsmith.tools._results import (
+    BenchmarkReport,
+    CorrectnessReport,
+    EvalResult,
+    EvalStatus,
+    Mismatch,
+    Timing,
+)
+from tritonsmith.tools._sandbox import WorkerOutcome, run_worker
+
+__all__ = ["evaluate", "resolve_device", "EvalResult", "EvalStatus"]
+
+log = logging.getLogger(__name__)
+
+Device = Literal["auto", "cpu", "cuda"]
+CPU_TIMING_NOTE = "timing needs a CUDA GPU: on the CPU the Triton interpreter checks correctness only"
+_DEFAULT_TIMEOUT_S = {"cpu": 600.0, "cuda": 300.0}
+
+
+def evaluate(
+    problem: Problem | str | Path,
+    candidate: str | Path,
+    *,
+    device: Device = "auto",
+    trials: int = 5,
+    tolerance: str = "kernelbench",
+    dtype: str | None = None,
+    benchmark: bool = True,
+    compile_mode: str = "default",
+    timeout_s: float | None = None,
+    seed: int = 0,
+    scale: bool = False,
+    workdir: str | Path | None = None,
+    keep_files: bool = False,
+) -> EvalResult:
+    """Check a ``ModelNew`` candidate against the reference ``Model`` and, on CUDA, time it.
+
+    The candidate runs in a separate worker process: crashes, hangs and GPU faults become a status,
+    never an exception here. Raises :class:`ProblemError` when the reference itself is broken and
+    ``ValueError`` for bad arguments.
+
+    Args:
+        problem: a :class:`Problem`, a KernelBench-format file, or its source.
+        candidate: source text defining ``ModelNew``, or a path to such a file.
+        device: ``"cuda"``, ``"cpu"`` (the Triton interpreter; correctness only) or ``"auto"``.
+        trials: correctness trials, each on fresh random inputs from a new seed.
+        tolerance: ``"kernelbench"`` (allclose 1e-4 fp32 / 1e-2 half) or ``"numerics"`` (vs float64).
+        dtype: cast floating inputs and both models to this dtype (e.g. ``"float16"``); None keeps the problem's.
+        benchmark: time candidate, eager and torch.compile on CUDA after a correct verdict.
+        compile_mode: torch.compile mode for the baseline (``"default"``, ``"max-autotune"``, ``"none"``).
+        timeout_s: wall-clock limit for the worker (default 300 s on CUDA, 600 s on the CPU).
+        seed: base seed for weights and inputs.
+        scale: shrink the problem's shapes first (for the CPU interpreter); the result says so.
+    """
+    prob = load_problem(problem)
+    _check_arguments(trials=trials, tolerance=tolerance, dtype=dtype)
+    dev = resolve_device(device)
+    if scale:
+        prob = prob.scaled()
+    source = Path(candidate).read_text() if _is_path(candidate) else str(candidate)
+    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="tritonsmith-eval-"))
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        candidate_path = write_source(base, "candidate", source)
+        problem_path = write_source(base, "reference", prob.source)
+        spec = {"problem_path": str(problem_path), "problem_name": prob.name, "candidate_path": str(candidate_path),
+                "weights_path": str(prob.weights_path) if prob.weights_path else None, "device": dev,
+                "dtype": dtype, "trials": trials, "tolerance": tolerance, "seed": seed, "benchmark": benchmark,
+                "compile_mode": compile_mode}
+        outcome = run_worker(spec, base, timeout_s=timeout_s or _DEFAULT_TIMEOUT_S[dev], env=_worker_env(dev))
+        return _to_result(outcome, prob, dev, tolerance, candidate_path if keep_files else None)
+    finally:
+        if not keep_files and not workdir:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` picks CUDA when a GPU is visible. Asking for CUDA without one is an error."""
+    if device not in ("auto", "cpu", "cuda"):
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', not {device!r}")
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise ValueError("device='cuda' but no CUDA GPU is visible; use device='cpu' for the Triton interpreter")
+    return "cpu"
+
+
+def _check_arguments(*, trials: int, tolerance: str, dtype: str | None) -> None:
+    if trials < 1:
+        raise ValueError(f"trials must be at least 1, got {trials}")
+    if tolerance not in TOLERANCES:
+        raise ValueError(f"tolerance must be one of {', '.join(TOLERANCES)}, not {tolerance!r}")
+    if dtype not in (None, "float32", "float16", "bfloat16"):
+        raise ValueError(f"dtype must be float32, float16 or bfloat16, not {dtype!r}")
+
+
+def _is_path(candidate: str | Path) -> bool:
+    if isinstance(candidate, Path):
+        return True
+    return "\n" not in candidate and candidate.endswith(".py") and Path(candidate).is_file()
+
+
+def _worker_env(device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    src = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    return env
+
+
+def _versions() -> dict[str, str]:
+    import torch
+
+    try:
+        import triton
+
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "missing"
+    return {"python": platform.python_version(), "torch": torch.__version__, "triton": triton_version}
+
+
+def _device_name(device: str) -> str:
+    if device == "cpu":
+        return f"CPU (Triton interpreter, {platform.machine()})"
+    import torch
+
+    return torch.cuda.get_device_name()
+
+
+def _to_result(outcome: WorkerOutcome, prob: Problem, device: str, tolerance: str,
+               candidate_path: Path | None) -> EvalResult:
+    common: dict[str, Any] = {
+        "problem": prob.name, "device": device, "device_name": _device_name(device), "tolerance": tolerance,
+        "scaling_note": prob.scaling_note, "wall_s": outcome.wall_s, "versions": _versions(),
+        "candidate_path": str(candidate_path) if candidate_path else None,
+        "timing_note": CPU_TIMING_NOTE if device == "cpu" else None,
+    }
+    if outcome.timed_out:
+        return EvalResult(status=EvalStatus.TIMEOUT, stage=outcome.stage, **common,
+                          message=f"the candidate did not finish within the time limit (stage: {outcome.stage})",
+                          error=_last_lines(outcome.output_tail))
+    data = outcome.result
+    if data is None:
+        return EvalResult(status=EvalStatus.CRASHED, stage=outcome.stage, **common,
+                          message=f"the worker died ({_exit_reason(outcome.returncode)}) during {outcome.stage}",
+                          error=_last_lines(outcome.output_tail))
+    if "problem_error" in data:
+        raise ProblemError(data["problem_error"])
+    return _parse(data, common)
+
+
+def _parse(data: dict[str, Any], common: dict[str, Any]) -> EvalResult:
+    correctness = None
+    if data.get("correctness"):
+        c = dict(data["correctness"])
+        m = c.pop("mismatch", None)
+        notes = tuple(c.pop("notes", ()))
+        mismatch = Mismatch(**{**m, "first_bad_index": tuple(m["first_bad_index"])
+                               if m.get("first_bad_index") is not None else None}) if m else None
+        correctness = CorrectnessReport(**c, mismatch=mismatch, notes=notes)
+    bench = None
+    if data.get("benchmark"):
+        b = dict(data["benchmark"])
+        bench = BenchmarkReport(candidate=Timing(**b["candidate"]), eager=Timing(**b["eager"]),
+                                compiled=Timing(**b["compiled"]) if b.get("compiled") else None,
+                                compile_mode=b["compile_mode"], compiled_note=b.get("compiled_note"),
+                                remeasured=b.get("remeasured", False), notes=tuple(b.get("notes", ())))
+    return EvalResult(status=EvalStatus(data["status"]), message=data.get("message", ""), error=data.get("error"),
+                      stage=data.get("stage"), correctness=correctness, benchmark=bench, rule=data.get("rule"), **common)
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "no exit code"
+    if code < 0:
+        import signal
+
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code} before reporting a result"
+
+
+def _last_lines(text: str, n: int = 25) -> str | None:
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return "\n".join(lines[-n:]) or None
+
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    raise RuntimeError("tritonsmith needs Python 3.11 or newer")
