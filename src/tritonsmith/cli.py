@@ -106,6 +106,21 @@ def result_table(result) -> Table:  # noqa: ANN001 - EvalResult, imported lazily
     return table
 
 
+def _register_commands() -> None:
+    """Commands that live next to the code they drive."""
+    from tritonsmith.tools.cli_profile import profile_command, web_search_command
+
+    app.command("profile")(profile_command)
+    app.command("search-web")(web_search_command)
+    from tritonsmith.suite.cli import bench_command, report_command
+
+    app.command("bench")(bench_command)
+    app.command("report")(report_command)
+
+
+_register_commands()
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     app()

@@ -1,0 +1,41 @@
+"""The LangGraph refinement loop: ``build_kernel_graph``, ``compile_kernel_graph`` and ``optimize``.
+
+Importing this package loads nothing heavy: the names below are imported on first use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "AttemptRecord",
+    "KernelState",
+    "OptimizeResult",
+    "build_kernel_graph",
+    "compile_kernel_graph",
+    "optimize",
+    "reward_for",
+]
+
+_LAZY = {
+    "AttemptRecord": "tritonsmith.graphs.state",
+    "KernelState": "tritonsmith.graphs.state",
+    "OptimizeResult": "tritonsmith.graphs.optimizer",
+    "build_kernel_graph": "tritonsmith.graphs.builder",
+    "compile_kernel_graph": "tritonsmith.graphs.builder",
+    "optimize": "tritonsmith.graphs.optimizer",
+    "reward_for": "tritonsmith.graphs.reward",
+}
+
+if TYPE_CHECKING:
+    from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph
+    from tritonsmith.graphs.optimizer import OptimizeResult, optimize
+    from tritonsmith.graphs.reward import reward_for
+    from tritonsmith.graphs.state import AttemptRecord, KernelState
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'tritonsmith.graphs' has no attribute {name!r}")

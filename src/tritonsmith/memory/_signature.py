@@ -103,6 +103,7 @@ def normalize_source(source: str) -> str:
     return ast.unparse(tree)
 
 
+@lru_cache(maxsize=8192)
 def problem_key(source: str) -> str:
     """Identity of a problem: a hash of its normalized source."""
     return hashlib.sha256(normalize_source(source).encode()).hexdigest()[:24]

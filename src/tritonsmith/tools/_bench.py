@@ -5,17 +5,35 @@ events around the call, synchronize the device again. Device-wide synchronizatio
 candidate hides on another stream is still inside the host-timed window; the host clock is kept next
 to the event figure so the two can be cross-checked. Input sets rotate so that a cached output of the
 last call cannot win.
+
+Hardening: the clock, events and device synchronization are bound when this module is imported (before
+the candidate is); the last output the candidate returned for each input set while being timed is
+checked against the reference, so a candidate cannot behave once it believes it is being timed; and a
+candidate whose host time far exceeds its event time beyond what the eager reference shows (work on
+another stream or thread) is rejected.
 """
 
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
+from time import perf_counter as _perf_counter
 from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tritonsmith._problem_meta import flatten_outputs
+from tritonsmith.tools._guards import reject
 
 if TYPE_CHECKING:
     from tritonsmith.tools._worker import Job
+
+_Event = torch.cuda.Event
+_synchronize = torch.cuda.synchronize
+# Host time beyond event time, over what the eager reference shows, that is tolerated (launch overhead).
+_HIDDEN_WORK_MIN_MS = 0.1
+_HIDDEN_WORK_RATIO = 3.0
+_TIMED_OUTPUT_REL_ERROR = 1e-2
 
 _FLUSH_BYTES = 256 << 20
 _INPUT_BUDGET_BYTES = 8 << 30
@@ -25,20 +43,27 @@ _SUSPICIOUS_SPEEDUP = 10.0
 
 
 def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> dict[str, Any]:
-    import torch
-
     from tritonsmith.tools._worker import call_candidate
 
     seed = int(job.spec["seed"]) + 7919
     input_sets = _input_sets(make_inputs, seed)
     flush = torch.empty(_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
     notes: list[str] = []
+    checked = job.guards.enabled
+    with torch.no_grad():
+        expected = [[_detach(o) for o in flatten_outputs(ref_model(*args))] for args in input_sets] if checked else []
+    outputs: dict[int, Any] = {}
 
     def candidate(args: list[Any]) -> Any:
         return call_candidate(job, cand_model, args, "benchmark")
 
-    cand = _time(candidate, input_sets, flush)
+    cand = _time(candidate, input_sets, flush, outputs=outputs if checked else None)
+    if checked:
+        job.guards.checkpoint("benchmark")
+        _verify_timed_outputs(outputs, expected)
     eager = _time(lambda a: ref_model(*a), input_sets, flush)
+    if checked:
+        _cross_check(cand, eager)
     compiled, compiled_note = _time_compiled(job, ref_model, input_sets, flush)
     remeasured = False
     best_baseline = min(eager["median_ms"], compiled["median_ms"] if compiled else float("inf"))
@@ -47,6 +72,8 @@ def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callab
         # candidate again, alone, on inputs it has never seen, and keep the slower figure.
         fresh = _input_sets(make_inputs, seed + 104729)
         again = _time(candidate, fresh, flush, target_ms=2 * _TARGET_MS)
+        if checked:
+            _cross_check(again, eager)
         cand = max(cand, again, key=lambda t: t["median_ms"])
         remeasured = True
         notes.append(f"speedup above {_SUSPICIOUS_SPEEDUP:g}x: re-measured alone on fresh inputs")
@@ -54,9 +81,45 @@ def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callab
             "compiled_note": compiled_note, "remeasured": remeasured, "notes": notes}
 
 
-def _input_sets(make_inputs: Callable[[int], list[Any]], seed: int) -> list[list[Any]]:
-    import torch
+def _detach(x: Any) -> Any:
+    return x.detach().clone() if isinstance(x, torch.Tensor) else x
 
+
+def _verify_timed_outputs(outputs: dict[int, Any], expected: list[list[Any]]) -> None:
+    """The last output of each input set while timed must still be the reference's.
+
+    Normwise (relative error <= 1e-2, no NaN): loose enough for any honest kernel and any tolerance
+    policy, tight enough to refuse recycled memory, another input's result or no result.
+    """
+    for i, out in outputs.items():
+        got = flatten_outputs(out)
+        for j, r in enumerate(expected[i]):
+            if not isinstance(r, torch.Tensor):
+                continue
+            c = got[j] if j < len(got) else None
+            ok = len(got) == len(expected[i]) and isinstance(c, torch.Tensor) and c.shape == r.shape
+            if ok and r.numel():
+                diff, ref = c.double() - r.double(), r.double()
+                err = float(diff.norm()) / (float(ref.norm()) or 1.0)
+                ok = err <= _TIMED_OUTPUT_REL_ERROR and bool(torch.isnan(c).sum() <= torch.isnan(r).sum())
+            if not ok:
+                raise reject("benchmark_output_wrong", "benchmark", f"output {j} returned while being timed (input set "
+                             f"{i}) differs from the reference: ModelNew must compute the same result on every call")
+
+
+def _cross_check(cand: dict[str, Any], eager: dict[str, Any]) -> None:
+    """Host time far above event time, beyond eager's own overhead, means work the events did not see."""
+    overhead = max(0.0, eager["host_median_ms"] - eager["median_ms"])
+    hidden = cand["host_median_ms"] - cand["median_ms"] - overhead
+    if hidden > max(_HIDDEN_WORK_MIN_MS, _HIDDEN_WORK_RATIO * cand["median_ms"]):
+        raise reject("hidden_work", "benchmark", (
+            f"CUDA events time the candidate at {cand['median_ms']:.4f} ms but the host waits "
+            f"{cand['host_median_ms']:.4f} ms for the device (eager: {eager['median_ms']:.4f} vs "
+            f"{eager['host_median_ms']:.4f} ms): work runs outside the timed stream (another stream, a thread, "
+            "or deferred)"))
+
+
+def _input_sets(make_inputs: Callable[[int], list[Any]], seed: int) -> list[list[Any]]:
     first = make_inputs(seed)
     size = sum(x.numel() * x.element_size() for x in first if isinstance(x, torch.Tensor)) or 1
     count = max(2, min(6, _INPUT_BUDGET_BYTES // size))
@@ -64,55 +127,52 @@ def _input_sets(make_inputs: Callable[[int], list[Any]], seed: int) -> list[list
 
 
 def _time(fn: Callable[[list[Any]], Any], input_sets: list[list[Any]], flush: Any,
-          target_ms: float = _TARGET_MS) -> dict[str, Any]:
-    import torch
-
+          target_ms: float = _TARGET_MS, outputs: dict[int, Any] | None = None) -> dict[str, Any]:
     with torch.no_grad():
         for args in input_sets[:3]:  # warm-up: JIT compile, autotune, allocator
             fn(args)
-        torch.cuda.synchronize()
+        _synchronize()
         first = _one(fn, input_sets[0], flush)[0]
         reps = int(min(_MAX_REPS, max(_MIN_REPS, target_ms / max(first, 1e-3))))
         events: list[float] = []
         hosts: list[float] = []
         for r in range(reps):
-            ev, host = _one(fn, input_sets[r % len(input_sets)], flush)
+            ev, host, out = _one(fn, input_sets[r % len(input_sets)], flush, keep=outputs is not None)
             events.append(ev)
             hosts.append(host)
+            if outputs is not None:
+                outputs[r % len(input_sets)] = out
+            del out
     q = statistics.quantiles(events, n=5)
     return {"median_ms": statistics.median(events), "p20_ms": q[0], "p80_ms": q[3], "reps": reps,
             "host_median_ms": statistics.median(hosts)}
 
 
-def _one(fn: Callable[[list[Any]], Any], args: list[Any], flush: Any) -> tuple[float, float]:
-    import torch
-
+def _one(fn: Callable[[list[Any]], Any], args: list[Any], flush: Any, keep: bool = False) -> tuple[float, float, Any]:
     flush.zero_()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    _synchronize()
+    t0 = _perf_counter()
     start.record()
-    fn(args)
+    out = fn(args)
     end.record()
-    torch.cuda.synchronize()
-    host_ms = (time.perf_counter() - t0) * 1e3
-    return start.elapsed_time(end), host_ms
+    _synchronize()
+    host_ms = (_perf_counter() - t0) * 1e3
+    return start.elapsed_time(end), host_ms, out if keep else None
 
 
 def _time_compiled(job: Job, ref_model: Any, input_sets: list[list[Any]], flush: Any) -> tuple[dict[str, Any] | None, str | None]:
-    import torch
-
     mode = job.spec.get("compile_mode", "default")
     if mode == "none":
         return None, "torch.compile baseline disabled"
     job.stage("benchmark: torch.compile")
     try:
         compiled = torch.compile(ref_model, mode=None if mode == "default" else mode)
-        t0 = time.perf_counter()
+        t0 = _perf_counter()
         with torch.no_grad():
             compiled(*input_sets[0])
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - t0
+        _synchronize()
+        compile_s = _perf_counter() - t0
     except Exception as exc:  # inductor failing on the reference is a baseline gap, not the candidate's fault
         return None, f"torch.compile failed on the reference: {type(exc).__name__}: {str(exc)[:300]}"
     timing = _time(lambda a: compiled(*a), input_sets, flush)

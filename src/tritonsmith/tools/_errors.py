@@ -10,10 +10,12 @@ _MAX_ERROR_CHARS = 2000
 
 
 class CandidateFailure(Exception):
-    """The candidate failed at ``stage`` with ``status`` (compile_error, runtime_error, ...)."""
+    """The candidate failed at ``stage`` with ``status`` (compile_error, runtime_error, rejected + ``rule``...)."""
 
-    def __init__(self, status: str, stage: str, message: str, detail: str | None = None) -> None:
+    def __init__(self, status: str, stage: str, message: str, detail: str | None = None, *,
+                 rule: str | None = None) -> None:
         super().__init__(message)
+        self.rule = rule
         self.status = status
         self.stage = stage
         self.message = message

@@ -28,6 +28,11 @@ def format_feedback(result: EvalResult, *, limit: int = 2500) -> str:
         if m.inf_count:
             extra.append(f"{m.inf_count} Inf in the output")
         lines.extend(extra)
+    ch = result.checks
+    if ch and ch.torch_ops and result.status.value in ("correct", "rejected"):
+        ops = ", ".join(f"{o.op} x{o.count}" for o in ch.torch_ops if o.origin == "runtime")
+        if ops:
+            lines.append(f"PyTorch computes ({ch.policy} policy): {ops}")
     b = result.benchmark
     if b:
         lines.append(f"runtime {b.candidate.median_ms:.4f} ms (spread {b.candidate.spread:.1%}); eager "

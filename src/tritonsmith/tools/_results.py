@@ -87,6 +87,47 @@ class BenchmarkReport:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Violation:
+    """One broken evaluator rule: ``rule`` is a stable identifier, ``message`` says what and why."""
+
+    rule: str
+    message: str
+    line: int | None = None
+    origin: str = "static"  # "static" (read from the source) or "runtime" (seen while it ran)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchOpUse:
+    """A PyTorch operation the candidate used to compute (not to allocate or reshape)."""
+
+    op: str
+    count: int = 1
+    line: int | None = None
+    origin: str = "static"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChecksReport:
+    """What the anti-cheating checks looked at and found.
+
+    ``policy`` is ``hybrid`` (PyTorch may keep some operations, listed in ``torch_ops``) or ``strict``
+    (all compute in Triton). ``kernel_launches`` counts Triton launches in the first checked forward.
+    """
+
+    policy: str
+    violations: tuple[Violation, ...] = ()
+    torch_ops: tuple[TorchOpUse, ...] = ()
+    kernels: tuple[str, ...] = ()
+    kernel_launches: int | None = None
+    notes: tuple[str, ...] = ()
+    static_s: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+
+@dataclass(frozen=True, kw_only=True)
 class EvalResult:
     """The evaluator's verdict on one candidate for one problem."""
 
@@ -106,6 +147,8 @@ class EvalResult:
     wall_s: float = 0.0
     versions: dict[str, str] = field(default_factory=dict)
     candidate_path: str | None = None
+    checks: ChecksReport | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -147,7 +190,18 @@ class EvalResult:
                 b[key] = Timing(**b[key]) if b.get(key) else None
             b["notes"] = tuple(b.get("notes", ()))
             d["benchmark"] = BenchmarkReport(**b)
+        if d.get("checks"):
+            d["checks"] = checks_from_dict(d["checks"])
         return cls(**d)
+
+
+def checks_from_dict(data: dict[str, Any]) -> ChecksReport:
+    c = dict(data)
+    c["violations"] = tuple(Violation(**v) for v in c.get("violations", ()))
+    c["torch_ops"] = tuple(TorchOpUse(**t) for t in c.get("torch_ops", ()))
+    c["kernels"] = tuple(c.get("kernels", ()))
+    c["notes"] = tuple(c.get("notes", ()))
+    return ChecksReport(**c)
 
 
 def _to_jsonable(value: Any) -> Any:

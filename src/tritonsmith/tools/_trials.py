@@ -1,38 +1,168 @@
-"""Correctness trials: fresh seeded inputs per trial, separate copies for reference and candidate."""
+"""Correctness trials: fresh seeded inputs per trial, separate copies for reference and candidate.
+
+With the guards on (the default), each trial also checks that the candidate launched Triton kernels,
+left its inputs alone, returned plain tensors that alias neither its inputs nor its last outputs, and
+that its outputs change when the reference's do. The reference's outputs are poisoned with NaN before
+the candidate runs, so a kernel that leaves its output unwritten cannot pass on recycled memory. The
+first trial records the aten ops both sides run (for the torch policy) and, under the ``kernelbench``
+tolerance on float32 outputs, checks the candidate's error against a float64 reference.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from tritonsmith._problem_meta import flatten_outputs
+from tritonsmith.tools import _guards as guards
 from tritonsmith.tools._compare import compare
 
 if TYPE_CHECKING:
     from tritonsmith.tools._worker import Job
 
+# Under ``kernelbench`` a float32 candidate may be this many times further from float64 than the
+# reference is (summation order), but never worse than float32 can explain: fp16/bf16/tf32 compute is not.
+_PRECISION_MULTIPLE = 16.0
+_PRECISION_FLOOR = 1e-5
+
 
 def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> dict[str, Any]:
     """Run ``trials`` comparisons; stop at the first failing trial and describe its first bad output."""
-    from tritonsmith.tools._worker import call_candidate, call_reference, float64_reference
+    from tritonsmith.tools._worker import float64_reference
 
     trials = int(job.spec["trials"])
     policy = job.spec["tolerance"]
+    g = job.guards
     max_abs = max_rel = 0.0
+    previous: tuple[list[Any], list[Any]] | None = None
     for t in range(trials):
         job.stage(f"trial {t + 1}/{trials}")
         seed = int(job.spec["seed"]) + 1000 * (t + 1)
-        ref_inputs = make_inputs(seed)
-        cand_inputs = [_clone(x) for x in ref_inputs]
-        ref_out = flatten_outputs(call_reference(job, ref_model, ref_inputs))
+        ref_out, cand_out, cand_inputs = _run_pair(job, ref_model, cand_model, make_inputs(seed), trial=t)
         ref64 = float64_reference(ref_model, make_inputs(seed)) if policy == "numerics" else None
-        cand_out = flatten_outputs(call_candidate(job, cand_model, cand_inputs, f"trial {t + 1}"))
+        if g.enabled:
+            _check_behaviour(job, t, ref_out, cand_out, cand_inputs, previous)
+            previous = (ref_out, cand_out)
         mismatch, a, r = _check_outputs(t, cand_out, ref_out, ref64, policy)
         max_abs, max_rel = max(max_abs, a), max(max_rel, r)
         if mismatch:
             return {"trials": trials, "passed": t, "tolerance": policy, "max_abs_error": max_abs,
                     "max_rel_error": max_rel, "mismatch": mismatch}
+        if t == 0 and g.enabled:
+            _check_first_trial(job, ref_model, make_inputs(seed), ref_out, cand_out)
     return {"trials": trials, "passed": trials, "tolerance": policy, "max_abs_error": max_abs, "max_rel_error": max_rel}
+
+
+def _run_pair(job: Job, ref_model: Any, cand_model: Any, ref_inputs: list[Any],
+              *, trial: int) -> tuple[list[Any], list[Any], list[Any]]:
+    """Reference, then (after poisoning its outputs' memory) the candidate on its own copy of the inputs."""
+    from tritonsmith.tools._worker import call_candidate, call_reference
+
+    g = job.guards
+    cand_inputs = [_clone(x) for x in ref_inputs]
+    first = trial == 0
+    record = first and g.enabled
+    with guards.op_recorder(g.counter, g.ref_ops) if record else nullcontext():
+        ref_raw = flatten_outputs(call_reference(job, ref_model, ref_inputs))
+    if not g.enabled:
+        ref_out = ref_raw
+    else:
+        ref_out = [_clone(o) for o in ref_raw]
+        keep_away = [*ref_inputs, *cand_inputs, *ref_model.parameters(), *ref_model.buffers()]
+        guards.poison(ref_raw, keep_away)
+        del ref_raw
+    saved = guards.save_inputs(cand_inputs) if g.enabled else None
+    before = g.counter.launches
+    with guards.op_recorder(g.counter, g.cand_ops) if record else nullcontext():
+        cand_out = flatten_outputs(call_candidate(job, cand_model, cand_inputs, f"trial {trial + 1}"))
+    if g.enabled:
+        if first:
+            g.launches = g.counter.launches - before
+        bad = guards.mutated_inputs(saved or [], cand_inputs)
+        if bad:
+            raise guards.reject("input_mutated", job.stage_name, f"ModelNew.forward modified its input(s) {bad}; "
+                                "inputs are read-only (write results to a new output tensor)")
+    return ref_out, cand_out, cand_inputs
+
+
+def _check_behaviour(job: Job, t: int, ref_out: list[Any], cand_out: list[Any], cand_inputs: list[Any],
+                     previous: tuple[list[Any], list[Any]] | None) -> None:
+    import torch
+
+    g = job.guards
+    stage = job.stage_name
+    for i, c in enumerate(cand_out):
+        if isinstance(c, torch.Tensor) and not guards.is_plain_tensor(c):
+            raise guards.reject("lazy_output", stage, f"output {i} is a {type(c).__name__}, not a plain torch.Tensor "
+                                "(outputs must be computed inside forward)")
+    if t == 0 and g.launches == 0:
+        raise guards.reject("no_kernel_launched", stage, "ModelNew.forward launched no Triton kernel; the result "
+                            "must be computed by your @triton.jit kernels")
+    ref_tensors = [o for o in ref_out if isinstance(o, torch.Tensor)]
+    for i, c in enumerate(cand_out):
+        if isinstance(c, torch.Tensor) and guards.shares_memory(c, cand_inputs):
+            raise guards.reject("output_aliases_input", stage, f"output {i} shares memory with an input; write the "
+                                "result to a new tensor")
+        if previous and isinstance(c, torch.Tensor) and guards.shares_memory(c, previous[1]):
+            raise guards.reject("output_reused", stage, f"output {i} is the same memory ModelNew returned on the "
+                                "previous call: a caller holding the first result would see it overwritten")
+    if previous and ref_tensors and _all_equal(cand_out, previous[1]) and not _all_equal(ref_out, previous[0]):
+        raise guards.reject("outputs_ignore_inputs", stage, "ModelNew returned identical outputs for two different "
+                            "inputs (the reference's outputs differ): results must be computed from the inputs")
+
+
+def _check_first_trial(job: Job, ref_model: Any, inputs64: list[Any], ref_out: list[Any], cand_out: list[Any]) -> None:
+    """After a passing first trial: kernel-side precision and the torch policy."""
+    from tritonsmith.tools._worker import float64_reference
+
+    import torch
+
+    g = job.guards
+    stage = job.stage_name
+    finding = guards.policy_findings(g.policy, g.ref_ops, g.cand_ops)
+    if finding:
+        raise guards.reject(finding[0], stage, finding[1])
+    fp32 = [i for i, r in enumerate(ref_out) if isinstance(r, torch.Tensor) and r.dtype == torch.float32]
+    if job.spec["tolerance"] != "kernelbench" or not fp32:
+        return
+    lines = job.spec.get("tf32_lines") or []
+    if lines:
+        raise guards.reject("precision_lowered", stage, f"tl.dot asks for tf32 inputs (line {lines[0]}) on a float32 "
+                            "problem; the kernelbench tolerance wants float32 accuracy (use input_precision='ieee')")
+    try:
+        ref64 = float64_reference(ref_model, inputs64)
+    except Exception as exc:  # an op without a float64 kernel: the check cannot run, say so
+        g.notes.append(f"float64 precision check skipped: {type(exc).__name__}: {str(exc)[:200]}")
+        return
+    for i in fp32:
+        cand_err, ref_err = _rel_error(cand_out[i], ref64[i]), _rel_error(ref_out[i], ref64[i])
+        bound = max(_PRECISION_MULTIPLE * ref_err, _PRECISION_FLOOR)
+        if cand_err > bound:
+            raise guards.reject("precision_lowered", stage, (
+                f"output {i}: normwise error vs float64 is {cand_err:.2e}, above what float32 explains ({bound:.2e}; "
+                f"the reference's own error is {ref_err:.2e}): the kernel computes in lower precision "
+                "(fp16/bf16/tf32) on a float32 problem"))
+
+
+def _rel_error(x: Any, exact: Any) -> float:
+    exact = exact.double()
+    norm = float(exact.norm()) or 1.0
+    return float((x.double() - exact).norm()) / norm
+
+
+def _all_equal(a: list[Any], b: list[Any]) -> bool:
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or not torch.equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
 
 
 def _check_outputs(trial: int, cand: list[Any], ref: list[Any], ref64: list[Any] | None,
@@ -88,3 +218,4 @@ def _clone(x: Any) -> Any:
     import torch
 
     return x.clone() if isinstance(x, torch.Tensor) else x
+

@@ -8,6 +8,8 @@ candidate on fresh random inputs for several trials, and on CUDA times candidate
 from __future__ import annotations
 
 import copy
+import hashlib
+import hmac
 import json
 import os
 import sys
@@ -20,6 +22,7 @@ from tritonsmith._modload import import_file
 from tritonsmith._problem_meta import check_inputs, exec_reference, flatten_outputs
 from tritonsmith.problem import ProblemError
 from tritonsmith.tools._errors import CandidateFailure, describe, is_compile_error
+from tritonsmith.tools._guards import Guards
 
 
 class Job:
@@ -30,18 +33,44 @@ class Job:
         self.device: str = spec["device"]
         self.candidate_path = Path(spec["candidate_path"])
         self._stage_path = Path(spec["stage_path"])
+        self.guards = Guards(spec)
+        self.stage_name = ""
+        self._stage_start = time.perf_counter()
+        self.stage_seconds: dict[str, float] = {}
 
     def stage(self, name: str) -> None:
+        now = time.perf_counter()
+        if self.stage_name:
+            key = self.stage_name.split(" ")[0].split(":")[0]
+            self.stage_seconds[key] = self.stage_seconds.get(key, 0.0) + now - self._stage_start
+        self._stage_start = now
+        self.stage_name = name
         self._stage_path.write_text(name)
 
-    def write(self, result: dict[str, Any]) -> None:
+    def write(self, result: dict[str, Any], key: bytes) -> None:
         path = Path(self.spec["result_path"])
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result))
+        tmp.write_text(json.dumps({**result, "signature": sign(result, key)}))
         tmp.replace(path)
 
 
+def sign(result: dict[str, Any], key: bytes) -> str:
+    """HMAC of the result under the key the parent sent on stdin: a candidate cannot forge a verdict file."""
+    return hmac.new(key, json.dumps(result, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+
+
+def _read_key() -> bytes:
+    """The parent writes one line (the result key) and closes stdin; read it before any candidate code runs."""
+    key = sys.stdin.buffer.readline().strip()
+    sys.stdin.close()
+    sys.stdin = open(os.devnull)  # noqa: SIM115  (the candidate must find nothing there)
+    return key
+
+
 def main(argv: list[str]) -> int:
+    key = _read_key()
+    # ``-m`` put the job directory (reference and spec files) on sys.path; the candidate must not import them.
+    sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
     spec = json.loads(Path(argv[1]).read_text())
     job = Job(spec)
     try:
@@ -49,8 +78,13 @@ def main(argv: list[str]) -> int:
     except ProblemError as exc:
         result = {"problem_error": str(exc)}
     except CandidateFailure as exc:
-        result = {"status": exc.status, "stage": exc.stage, "message": exc.message, "error": exc.detail}
-    job.write(result)
+        result = {"status": exc.status, "stage": exc.stage, "message": exc.message, "error": exc.detail,
+                  "rule": exc.rule}
+    job.stage("done")
+    result["stage_seconds"] = {k: round(v, 3) for k, v in job.stage_seconds.items()}
+    if "problem_error" not in result and job.guards.enabled:
+        result["checks"] = job.guards.report()
+    job.write(result, key)
     sys.stdout.flush()
     return 0
 
@@ -58,26 +92,31 @@ def main(argv: list[str]) -> int:
 def run(job: Job) -> dict[str, Any]:
     import torch
 
+    from tritonsmith.tools._trials import run_trials
+
     spec = job.spec
     job.stage("load_reference")
     ref_module = exec_reference(Path(spec["problem_path"]).read_text(), spec["problem_name"])
+    job.guards.arm()
     job.stage("load_candidate")
     candidate_cls = load_candidate(job)
+    job.guards.checkpoint("load_candidate")
     job.stage("init")
     ref_model, cand_model, init = build_models(job, ref_module, candidate_cls)
+    job.guards.checkpoint("init")
     make_inputs = input_factory(job, ref_module)
-    from tritonsmith.tools._trials import run_trials
-
     correctness = run_trials(job, ref_model, cand_model, make_inputs)
     result: dict[str, Any] = {"correctness": correctness}
     if correctness["passed"] < correctness["trials"]:
         mismatch = correctness.get("mismatch") or {}
         result.update(status="wrong_output", stage="correctness", message=mismatch.get("message", "wrong output"))
         return result
+    job.guards.checkpoint("correctness")
     result.update(status="correct", message=f"correct on {correctness['trials']} trials")
     if job.device == "cuda" and spec.get("benchmark", True):
         from tritonsmith.tools._bench import run_benchmark
 
+        job.guards.before_benchmark()
         job.stage("benchmark")
         result["benchmark"] = run_benchmark(job, ref_model, cand_model, make_inputs)
     return result

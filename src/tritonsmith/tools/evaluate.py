@@ -1,10 +1,26 @@
 """The evaluator: is a Triton candidate correct, and how fast is it against eager and torch.compile?
 
 ``evaluate`` is the plain function; ``evaluate_kernel_tool`` wraps it for LangChain agents.
+
+No cheating candidate is reported fast and correct. Three layers (see ``_checks`` and ``_guards``):
+
+1. static checks on the candidate's AST (kernels launched from ``forward``, no reference ``Model``, no
+   try/except fallback, no streams/threads/processes/network/monkeypatching/evaluator access, and the
+   torch policy: ``hybrid`` (default) or ``strict``);
+2. run-time guards in the worker (Triton launches counted, inputs unchanged, outputs fresh plain tensors
+   that depend on the inputs, reference memory poisoned, aten ops recorded against the policy, precision
+   checked against float64, timers and torch functions untouched, no new threads, processes or streams);
+3. timing that synchronizes the device, cross-checks CUDA events with the host clock, verifies the
+   outputs produced while timed, and re-measures suspicious speedups.
+
+A candidate that breaks a rule gets status ``rejected`` and ``rule``. One that breaks a static rule still
+runs one correctness trial (never timed), so a crash or a wrong output is reported as what it is; if it
+would have passed, it is rejected.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import platform
@@ -17,18 +33,22 @@ from typing import Any, Literal
 
 from tritonsmith._modload import write_source
 from tritonsmith.problem import Problem, ProblemError, load_problem
+from tritonsmith.tools._checks import DEFAULT_POLICY, POLICIES, StaticReport, check_source
 from tritonsmith.tools._compare import TOLERANCES
 from tritonsmith.tools._results import (
     BenchmarkReport,
+    ChecksReport,
     CorrectnessReport,
     EvalResult,
     EvalStatus,
     Mismatch,
     Timing,
+    Violation,
+    checks_from_dict,
 )
 from tritonsmith.tools._sandbox import WorkerOutcome, run_worker
 
-__all__ = ["evaluate", "resolve_device", "EvalResult", "EvalStatus"]
+__all__ = ["evaluate", "resolve_device", "EvalResult", "EvalStatus", "POLICIES", "DEFAULT_POLICY"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +72,8 @@ def evaluate(
     scale: bool = False,
     workdir: str | Path | None = None,
     keep_files: bool = False,
+    policy: str = DEFAULT_POLICY,
+    checks: bool = True,
 ) -> EvalResult:
     """Check a ``ModelNew`` candidate against the reference ``Model`` and, on CUDA, time it.
 
@@ -71,13 +93,24 @@ def evaluate(
         timeout_s: wall-clock limit for the worker (default 300 s on CUDA, 600 s on the CPU).
         seed: base seed for weights and inputs.
         scale: shrink the problem's shapes first (for the CPU interpreter); the result says so.
+        policy: how much PyTorch the candidate may use. ``"hybrid"`` (default; KernelBench allows partial
+            replacement): PyTorch may keep operations with no kernel yet (e.g. a convolution before a fused
+            Triton epilogue), each reported in ``result.checks.torch_ops``, but not run every compute op of
+            the reference. ``"strict"``: all compute in Triton kernels.
+        checks: the anti-cheating checks (static and run-time). Turn off only to measure their cost: a
+            result with ``checks=False`` is not evidence of anything.
     """
     prob = load_problem(problem)
     _check_arguments(trials=trials, tolerance=tolerance, dtype=dtype)
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {policy!r}")
     dev = resolve_device(device)
     if scale:
         prob = prob.scaled()
     source = Path(candidate).read_text() if _is_path(candidate) else str(candidate)
+    static, static_s = _static_checks(source, prob.source, policy) if checks else (StaticReport(), 0.0)
+    if static.violations:  # run once, untimed, only to tell a crash or wrong output from a rejection
+        trials, benchmark = 1, False
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="tritonsmith-eval-"))
     base.mkdir(parents=True, exist_ok=True)
     try:
@@ -86,12 +119,36 @@ def evaluate(
         spec = {"problem_path": str(problem_path), "problem_name": prob.name, "candidate_path": str(candidate_path),
                 "weights_path": str(prob.weights_path) if prob.weights_path else None, "device": dev,
                 "dtype": dtype, "trials": trials, "tolerance": tolerance, "seed": seed, "benchmark": benchmark,
-                "compile_mode": compile_mode}
+                "compile_mode": compile_mode, "checks": checks, "policy": policy, "tf32_lines": static.tf32_lines}
         outcome = run_worker(spec, base, timeout_s=timeout_s or _DEFAULT_TIMEOUT_S[dev], env=_worker_env(dev))
-        return _to_result(outcome, prob, dev, tolerance, candidate_path if keep_files else None)
+        result = _to_result(outcome, prob, dev, tolerance, candidate_path if keep_files else None)
+        return _apply_static(result, static, policy, static_s) if checks else result
     finally:
         if not keep_files and not workdir:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _static_checks(source: str, reference: str, policy: str) -> tuple[StaticReport, float]:
+    start = time.perf_counter()
+    report = check_source(source, policy=policy, reference_source=reference)
+    return report, time.perf_counter() - start
+
+
+def _apply_static(result: EvalResult, static: StaticReport, policy: str, static_s: float) -> EvalResult:
+    """Merge the static findings into the worker's verdict; a static violation never ends ``correct``."""
+    runtime = result.checks or ChecksReport(policy=policy)
+    violations = tuple(static.violations) + runtime.violations
+    checks = dataclasses.replace(runtime, policy=policy, violations=violations, kernels=tuple(static.kernels),
+                                 torch_ops=tuple(static.torch_ops) + runtime.torch_ops, static_s=static_s)
+    if not static.violations:
+        return dataclasses.replace(result, checks=checks)
+    first = static.violations[0]
+    rules = ", ".join(dict.fromkeys(v.rule for v in static.violations))
+    if result.status in (EvalStatus.CORRECT, EvalStatus.REJECTED):
+        detail = "\n".join(v.message for v in static.violations[:8])
+        return dataclasses.replace(result, status=EvalStatus.REJECTED, rule=first.rule, checks=checks, benchmark=None,
+                                   message=f"rejected ({rules}): {first.message}", error=detail)
+    return dataclasses.replace(result, checks=checks, message=f"{result.message} (it also breaks rule(s): {rules})")
 
 
 def resolve_device(device: str) -> str:
@@ -134,6 +191,9 @@ def _worker_env(device: str) -> dict[str, str]:
         env["CUDA_VISIBLE_DEVICES"] = ""
     else:
         env.pop("TRITON_INTERPRET", None)
+        # Inductor's parallel-compile pool costs seconds to start in every fresh worker and buys
+        # nothing for one reference graph: compile in-process.
+        env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     return env
 
 
@@ -165,6 +225,10 @@ def _to_result(outcome: WorkerOutcome, prob: Problem, device: str, tolerance: st
         "candidate_path": str(candidate_path) if candidate_path else None,
         "timing_note": CPU_TIMING_NOTE if device == "cpu" else None,
     }
+    if outcome.forged:
+        return EvalResult(status=EvalStatus.REJECTED, stage=outcome.stage, rule="evaluator_tampering", **common,
+                          message="the worker's result file was not written by the evaluator (no valid signature): "
+                                  "the candidate tampered with the evaluation")
     if outcome.timed_out:
         return EvalResult(status=EvalStatus.TIMEOUT, stage=outcome.stage, **common,
                           message=f"the candidate did not finish within the time limit (stage: {outcome.stage})",
@@ -195,8 +259,19 @@ def _parse(data: dict[str, Any], common: dict[str, Any]) -> EvalResult:
                                 compiled=Timing(**b["compiled"]) if b.get("compiled") else None,
                                 compile_mode=b["compile_mode"], compiled_note=b.get("compiled_note"),
                                 remeasured=b.get("remeasured", False), notes=tuple(b.get("notes", ())))
+    checks = checks_from_dict({"policy": "hybrid", **data["checks"]}) if data.get("checks") else None
+    if checks is not None and data.get("rule"):
+        broken = Violation(rule=data["rule"], message=data.get("message", ""), origin="runtime")
+        checks = dataclasses.replace(checks, violations=(*checks.violations, broken))
     return EvalResult(status=EvalStatus(data["status"]), message=data.get("message", ""), error=data.get("error"),
-                      stage=data.get("stage"), correctness=correctness, benchmark=bench, rule=data.get("rule"), **common)
+                      stage=data.get("stage"), correctness=correctness, benchmark=bench, rule=data.get("rule"),
+                      checks=checks, stage_seconds=_with_overhead(data.get("stage_seconds", {}), common["wall_s"]), **common)
+
+
+def _with_overhead(stages: dict[str, float], wall_s: float) -> dict[str, float]:
+    """The worker's stage times plus what they leave out: interpreter start, imports and exit."""
+    measured = {k: v for k, v in stages.items() if k != "startup"}
+    return {"process": round(max(0.0, wall_s - sum(measured.values())), 3), **measured}
 
 
 def _exit_reason(code: int | None) -> str:

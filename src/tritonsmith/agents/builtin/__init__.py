@@ -1,0 +1,134 @@
+"""The built-in generator: writes Triton kernels for a reference without any LLM.
+
+It traces the reference with ``torch.export``, lowers it to a small graph (pointwise ops, reductions,
+matmuls, torch calls), partitions it into fusion groups and emits one Triton kernel per group:
+
+- elementwise chains with broadcasting -> one pointwise kernel;
+- reductions and normalizations (sum/mean/max/min/argmax/argmin, softmax, log-softmax, layer/RMS/
+  batch/instance/group norm, losses) -> one row kernel per set of rows, with the ops around them;
+- matmul / bmm / linear -> a tiled ``tl.dot`` kernel with the following elementwise chain as epilogue;
+- convolutions and pooling stay torch calls, with the chain after them fused into Triton (the hybrid
+  policy: the candidate's note names the torch ops that remain).
+
+Refinement reads the evaluator's verdicts in ``request.history`` and tries the next variant (block
+sizes, warps, stages, one-pass vs multi-pass rows, split-K, fp32 dot precision). When nothing can be
+written it says so (``source=None``, ``exhausted=True``) instead of emitting a torch wrapper.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from tritonsmith.agents.base import Candidate, GenerationRequest
+from tritonsmith.agents.builtin._ir import UnsupportedError
+from tritonsmith.problem import Problem
+
+__all__ = ["BuiltinGenerator", "PlanSummary", "summarize"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanSummary:
+    """What the generator would write for a problem: kernel kinds, torch ops kept, or why nothing."""
+
+    problem: str
+    emittable: bool
+    kernels: tuple[str, ...] = ()
+    torch_ops: tuple[str, ...] = ()
+    reason: str = ""
+
+
+class _ProblemState:
+    def __init__(self, problem: Problem) -> None:
+        from tritonsmith.agents.builtin._trace import export_problem
+
+        self.exported: tuple[Any, list[Any]] | None = None
+        self.error: str | None = None
+        self.menu: list[Any] = []
+        self.torch_ops: list[str] = []
+        try:
+            self.exported = export_problem(problem)
+            plan = _plan(problem, {}, self.exported)
+        except UnsupportedError as exc:
+            self.error = str(exc)
+            return
+        except Exception as exc:  # export of arbitrary user code fails in many ways: report, don't crash
+            self.error = f"torch.export could not trace the reference: {type(exc).__name__}: {exc}"
+            return
+        from tritonsmith.agents.builtin._variants import variant_menu
+
+        self.menu = variant_menu(plan[1])
+        self.torch_ops = list(plan[1].torch_ops)
+
+
+def _plan(problem: Problem, options: dict[str, Any], exported: tuple[Any, list[Any]] | None) -> tuple[Any, Any]:
+    from tritonsmith.agents.builtin._partition import partition
+    from tritonsmith.agents.builtin._trace import trace_problem
+
+    traced = trace_problem(problem, options, exported)
+    return traced, partition(traced.graph)
+
+
+class BuiltinGenerator:
+    """Rule-based generator (no LLM). ``generate`` is deterministic for a given request history."""
+
+    name = "builtin"
+
+    def __init__(self) -> None:
+        self._states: dict[tuple[str, int], _ProblemState] = {}
+
+    def _state(self, problem: Problem) -> _ProblemState:
+        key = (problem.name, hash(problem.source))
+        if key not in self._states:
+            self._states[key] = _ProblemState(problem)
+        return self._states[key]
+
+    def generate(self, request: GenerationRequest) -> Candidate:
+        from tritonsmith.agents.builtin._emit import emit_module
+        from tritonsmith.agents.builtin._variants import choose_variant, remaining
+
+        problem = request.problem
+        state = self._state(problem)
+        if state.error is not None:
+            return Candidate(source=None, note=f"builtin: cannot write this problem: {state.error}", exhausted=True)
+        history = list(request.history)
+        while True:
+            variant = choose_variant(state.menu, history)
+            if variant is None:
+                return Candidate(source=None, exhausted=True,
+                                 note=f"builtin: all {len(state.menu)} variants tried; no further ideas")
+            try:
+                traced, plan = _plan(problem, variant.options, state.exported)
+                source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
+                                     f"{variant.key} ({variant.why})")
+            except UnsupportedError as exc:
+                log.info("builtin: variant %s of %s not writable: %s", variant.key, problem.name, exc)
+                from tritonsmith.agents.base import Attempt
+
+                history.append(Attempt(iteration=-1, source=None, result=None, feedback=str(exc), reward=0.0,
+                                       generator=self.name, variant=variant.key))
+                continue
+            break
+        kinds = ", ".join(sorted({g.kind for g in plan.groups if g.kind != "torch"}))
+        note = f"builtin: {len([g for g in plan.groups if g.kind != 'torch'])} Triton kernel(s) ({kinds}); " \
+               f"variant {variant.key}: {variant.why}"
+        if plan.torch_ops:
+            note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
+        return Candidate(source=source, note=note, variant=variant.key,
+                         exhausted=remaining(state.menu, request.history, variant) == 0)
+
+
+def summarize(problem: Problem) -> PlanSummary:
+    """Without writing code: can the generator emit this problem, and with which kernels."""
+    try:
+        _, plan = _plan(problem, {}, None)
+    except UnsupportedError as exc:
+        return PlanSummary(problem=problem.name, emittable=False, reason=str(exc))
+    except Exception as exc:  # tracing arbitrary user code: report the failure as the reason
+        return PlanSummary(problem=problem.name, emittable=False, reason=f"{type(exc).__name__}: {exc}")
+    return PlanSummary(problem=problem.name, emittable=True,
+                       kernels=tuple(g.kind for g in plan.groups if g.kind != "torch"),
+                       torch_ops=tuple(plan.torch_ops))

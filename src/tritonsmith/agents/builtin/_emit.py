@@ -1,0 +1,153 @@
+"""Assemble the candidate module: imports, kernels, launchers and ``ModelNew``."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from tritonsmith.agents.builtin._exprs import HELPERS
+from tritonsmith.agents.builtin._ir import EXTERN, INPUT, PARAM, VIEW, Node, UnsupportedError
+from tritonsmith.agents.builtin._kernels import KernelSource, kernel_for
+from tritonsmith.agents.builtin._partition import TORCH, Plan, resolve_base
+from tritonsmith.agents.builtin._trace import TracedProblem
+from tritonsmith.agents.builtin._variants import group_config
+
+__all__ = ["emit_module"]
+
+_HEADER = '''"""Triton kernels for {name}, written by tritonsmith's built-in generator (no LLM).
+
+Variant: {variant}
+{hybrid}Kernels were generated for the reference's shapes; the launchers check them.
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+'''
+
+_EXPECT = '''
+
+def _expect(t: torch.Tensor, shape: tuple, strides: tuple, what: str) -> None:
+    """The kernels index with the shapes and strides seen when they were generated: check them."""
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{what}: expected shape {shape}, got {tuple(t.shape)} (kernels are shape-specialized)")
+    if any(s != e for s, e, n in zip(t.stride(), strides, shape) if n > 1):
+        raise ValueError(f"{what}: expected strides {strides}, got {tuple(t.stride())}")
+'''
+
+
+def emit_module(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfgs: dict[str, dict[str, Any]],
+                variant: str) -> str:
+    """The full candidate source. ``cfgs`` maps a group kind to its launch configuration."""
+    kernels: dict[int, KernelSource] = {}
+    counters: dict[str, int] = {}
+    for g in plan.groups:
+        if g.kind == TORCH:
+            continue
+        i = counters.get(g.kind, 0)
+        counters[g.kind] = i + 1
+        kernels[g.index] = kernel_for(plan, g, f"_{g.kind}_{i}", group_config(g, cfgs.get(g.kind, {})))
+    helpers = sorted({h for k in kernels.values() for h in k.helpers})
+    hybrid = ""
+    if plan.torch_ops:
+        hybrid = (f"Hybrid: these ops stay torch calls (no Triton kernel for them here): "
+                  f"{', '.join(plan.torch_ops)}; the elementwise work after them is fused into Triton.\n")
+    parts = [_HEADER.format(name=problem_name, variant=variant, hybrid=hybrid), _EXPECT]
+    parts += ["\n\n" + HELPERS[h] for h in helpers]
+    for k in kernels.values():
+        parts += ["\n\n" + k.kernel, "\n\n" + k.launcher]
+    parts.append("\n\n" + _model_class(source, traced, plan, kernels))
+    return "".join(parts)
+
+
+def _model_class(source: str, traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
+    tree = ast.parse(source)
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    if cls is None:
+        raise UnsupportedError("the reference defines no class Model")
+    fwd = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    if fwd is None:
+        raise UnsupportedError("Model has no forward method")
+    keep = [n for n in cls.body if n is not fwd and not _is_docstring(n)]
+    body = "\n\n".join(_indent(ast.get_source_segment(source, n, padded=True) or "", n) for n in keep)
+    body = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", body)
+    globals_needed = _module_globals(tree, keep)
+    arg_names = [a.arg for a in fwd.args.args[1:]]
+    forward = _forward(arg_names, traced, plan, kernels)
+    head = "".join(g + "\n" for g in globals_needed)
+    return (f"{head}{'' if not head else chr(10)}class ModelNew(nn.Module):\n"
+            '    """Same parameters as the reference Model (same names, same initialization order); the\n'
+            '    forward runs the Triton kernels above."""\n\n'
+            f"{body}\n\n{forward}")
+
+
+def _is_docstring(n: ast.stmt) -> bool:
+    return isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+
+
+def _indent(seg: str, n: ast.stmt) -> str:
+    lines = seg.splitlines()
+    if not lines:
+        return ""
+    pad = " " * n.col_offset
+    return "\n".join(("    " + line[len(pad):]) if line.startswith(pad) else "    " + line.lstrip() for line in lines)
+
+
+def _module_globals(tree: ast.Module, nodes: list[ast.stmt]) -> list[str]:
+    """Module-level assignments the copied ``__init__`` reads (rare: most take constructor arguments)."""
+    used = {n.id for s in nodes for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    out = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in used for t in stmt.targets):
+            out.append(ast.unparse(stmt))
+    return out
+
+
+def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
+    names: dict[int, str] = {}
+    tensor_args = [a for i, a in enumerate(arg_names) if i not in traced.scalars]
+    if len(tensor_args) != len(traced.graph.inputs):
+        raise UnsupportedError("could not match the forward's arguments to its tensor inputs")
+    for node, arg in zip(traced.graph.inputs, tensor_args, strict=True):
+        names[node.id] = arg
+    lines = [f"    def forward(self, {', '.join(arg_names)}):"]
+    for pos, value in traced.scalars.items():
+        if pos < len(arg_names):
+            lines.append(f"        if {arg_names[pos]} != {value!r}:  # export baked this scalar input in")
+            lines.append(f"            raise ValueError('kernels were generated for {arg_names[pos]}={value!r}')")
+
+    def expr(a: Node) -> str:
+        if a.kind == PARAM:
+            return a.name
+        if a.id in names:
+            return names[a.id]
+        if a.kind == VIEW and a.id not in plan.owner:
+            src = expr(a.args[0])
+            how = a.attrs["how"]
+            if how == "permute":
+                return f"{src}.permute{a.attrs['perm']}"
+            if how == "select":
+                return f"{src}.select({a.attrs['dim']}, {a.attrs['index']})"
+            return f"{src}.{'expand' if how == 'expand' else 'view'}({tuple(a.shape)})"
+        raise UnsupportedError(f"internal error: {a} is not available in forward")
+
+    for g in plan.groups:
+        if g.kind == TORCH:
+            n = g.nodes[0]
+            call = n.attrs["call"].format(*[expr(a) for a in n.args if isinstance(a, Node)])
+            names[n.id] = f"t{n.id}"
+            lines.append(f"        t{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
+            continue
+        k = kernels[g.index]
+        outs = [f"t{o.id}" for o in k.outputs]
+        lines.append(f"        {', '.join(outs)} = {k.name}("
+                     f"{', '.join(expr(b) for b in k.bases)})")
+        for o in k.outputs:
+            names[o.id] = f"t{o.id}"
+    rets = [expr(o) if o.id in names or o.kind in (PARAM, INPUT, EXTERN) or o.kind == VIEW else
+            expr(resolve_base(o, plan.owner)) for o in traced.graph.outputs]
+    lines.append(f"        return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ')'}")
+    return "\n".join(lines) + "\n"

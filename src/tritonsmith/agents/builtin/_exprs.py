@@ -1,0 +1,119 @@
+"""Triton expressions for pointwise ops and index arithmetic (all math in fp32)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from tritonsmith.agents.builtin._ir import Node, UnsupportedError
+
+TL_DTYPE = {torch.float32: "tl.float32", torch.float16: "tl.float16", torch.bfloat16: "tl.bfloat16",
+            torch.float64: "tl.float64", torch.int64: "tl.int64", torch.int32: "tl.int32", torch.bool: "tl.int1",
+            torch.int8: "tl.int8", torch.uint8: "tl.uint8"}
+
+# Helpers the emitted module defines once when a kernel uses them.
+HELPERS = {
+    "_tanh": '''@triton.jit
+def _tanh(x):
+    """tanh(x) = 1 - 2 / (exp(2x) + 1); saturates to +-1 without overflow."""
+    return 1.0 - 2.0 / (tl.exp(2.0 * x) + 1.0)
+''',
+    "_sigmoid": '''@triton.jit
+def _sigmoid(x):
+    """sigmoid(x) = 1 / (1 + exp(-x))."""
+    return 1.0 / (1.0 + tl.exp(-x))
+''',
+    "_gelu_tanh": '''@triton.jit
+def _gelu_tanh(x):
+    """gelu(x) ~= 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    return 0.5 * x * (2.0 - 2.0 / (tl.exp(2.0 * inner) + 1.0))
+''',
+}
+
+
+def literal(v: Any, as_float: bool) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float) and math.isinf(v):
+        return "float('inf')" if v > 0 else "-float('inf')"
+    if as_float:
+        return repr(float(v))
+    return repr(int(v)) if isinstance(v, int) else repr(v)
+
+
+def pw_expr(n: Node, args: list[str], helpers: set[str], index_of: dict[str, str]) -> str:
+    """The Triton expression of pointwise node ``n`` over argument expressions ``args``."""
+    op, a = n.op, args
+    simple = {"add": "({0} + {1})", "sub": "({0} - {1})", "mul": "({0} * {1})", "div": "({0} / {1})",
+              "minimum": "tl.minimum({0}, {1})", "maximum": "tl.maximum({0}, {1})", "neg": "(-{0})",
+              "exp": "tl.exp({0})", "log": "tl.log({0})", "log1p": "tl.log(1.0 + {0})", "abs": "tl.abs({0})",
+              "sqrt": "tl.sqrt({0})", "rsqrt": "tl.rsqrt({0})", "relu": "tl.maximum({0}, 0.0)",
+              "expm1": "(tl.exp({0}) - 1.0)", "erf": "tl.math.erf({0})", "reciprocal": "(1.0 / {0})",
+              "gelu": "(0.5 * {0} * (1.0 + tl.math.erf({0} * 0.7071067811865476)))",
+              "gt": "({0} > {1})", "lt": "({0} < {1})", "ge": "({0} >= {1})", "le": "({0} <= {1})",
+              "eq": "({0} == {1})", "ne": "({0} != {1})", "where": "tl.where({0}, {1}, {2})",
+              "sign": "tl.where({0} > 0, 1.0, tl.where({0} < 0, -1.0, 0.0))"}
+    if op in simple:
+        return simple[op].format(*a)
+    if op in ("tanh", "sigmoid", "gelu_tanh"):
+        helpers.add("_" + op)
+        return f"_{op}({a[0]})"
+    if op == "clamp":
+        x = a[0]
+        if n.attrs.get("lo") is not None:
+            x = f"tl.maximum({x}, {literal(n.attrs['lo'], True)})"
+        if n.attrs.get("hi") is not None:
+            x = f"tl.minimum({x}, {literal(n.attrs['hi'], True)})"
+        return x
+    if op == "leaky_relu":
+        return f"tl.where({a[0]} > 0, {a[0]}, {a[0]} * {literal(n.attrs['slope'], True)})"
+    if op == "elu":
+        s, al, i = (literal(n.attrs[k], True) for k in ("scale", "alpha", "input_scale"))
+        return f"tl.where({a[0]} > 0, {s} * {a[0]}, {s} * {al} * (tl.exp({a[0]} * {i}) - 1.0))"
+    if op == "cast":
+        return f"{a[0]}.to({TL_DTYPE[n.dtype]})"
+    if op == "iota":
+        dim = n.attrs["dim"]
+        inner = 1
+        for s in n.shape[dim + 1:]:
+            inner *= s
+        idx = index_of["idx"]
+        q = idx if inner == 1 else f"({idx} // {inner})"
+        return f"({q} % {n.shape[dim]})"
+    raise UnsupportedError(f"no Triton expression for pointwise op {op}")
+
+
+def broadcast_strides(shape: tuple[int, ...], strides: tuple[int, ...], use: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides of a tensor of ``shape`` broadcast to ``use`` (0 along broadcast dimensions)."""
+    pad = len(use) - len(shape)
+    out = []
+    for i in range(len(use)):
+        j = i - pad
+        out.append(0 if j < 0 or shape[j] == 1 else strides[j])
+    return tuple(out)
+
+
+def offset_expr(idx: str, use: tuple[int, ...], strides: tuple[int, ...], base: int) -> str:
+    """Element offset of row-major index ``idx`` of shape ``use`` in a tensor with ``strides``."""
+    merged: list[list[int]] = []
+    for s, st in zip(use, strides, strict=True):
+        if s == 1:
+            continue
+        if merged and merged[-1][1] == st * s:
+            merged[-1] = [merged[-1][0] * s, st]
+        else:
+            merged.append([s, st])
+    terms, inner = [], 1
+    for i in range(len(merged) - 1, -1, -1):
+        s, st = merged[i]
+        if st != 0:
+            q = idx if inner == 1 else f"({idx} // {inner})"
+            t = q if i == 0 else f"({q} % {s})"
+            terms.append(t if st == 1 else f"{t} * {st}")
+        inner *= s
+    if base:
+        terms.append(str(base))
+    return " + ".join(reversed(terms)) if terms else "0"

@@ -1,0 +1,99 @@
+"""The small graph the built-in generator works on: tensors, pointwise ops, reductions, matmuls, torch calls.
+
+Every value has a static shape (KernelBench shapes are fixed; the emitted module checks them at run
+time). Reductions always keep their dimensions; ``keepdim=False`` is a reduction followed by a view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# Node kinds
+INPUT = "input"    # a forward argument
+PARAM = "param"    # a parameter or buffer of the module (``self.<path>``)
+PW = "pw"          # pointwise op; ``op`` names it, ``args`` are Nodes or Python scalars
+REDUCE = "reduce"  # reduction over ``dims`` (kept as size 1); ``op`` in sum/max/min/argmax/argmin
+VIEW = "view"      # reshape / permute / expand; ``attrs['how']`` says which
+MM = "mm"          # batched matmul: args (A[B,M,K], B[B,K,N]) -> [B,M,N] (B may be absent: 2-D)
+EXTERN = "extern"  # a torch call kept as is (``attrs['call']`` formats it)
+
+REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
+
+
+class UnsupportedError(Exception):
+    """The reference uses something the built-in generator cannot write (the message says what)."""
+
+
+@dataclass(eq=False)
+class Node:
+    """One value of the graph."""
+
+    kind: str
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    args: tuple[Any, ...] = ()
+    op: str = ""
+    dims: tuple[int, ...] = ()
+    attrs: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
+    # Addressable tensors (inputs, parameters, torch-call outputs and views of them) know their layout.
+    strides: tuple[int, ...] | None = None
+    offset: int = 0
+    id: int = -1
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def addressable(self) -> bool:
+        return self.strides is not None
+
+    def node_args(self) -> list[Node]:
+        return [a for a in self.args if isinstance(a, Node)]
+
+    def __repr__(self) -> str:
+        return f"%{self.id}:{self.kind}.{self.op or self.name}{list(self.shape)}"
+
+
+@dataclass
+class Graph:
+    """Nodes in topological order, the forward's tensor inputs and the outputs."""
+
+    nodes: list[Node] = field(default_factory=list)
+    inputs: list[Node] = field(default_factory=list)
+    outputs: list[Node] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, node: Node) -> Node:
+        node.id = len(self.nodes)
+        self.nodes.append(node)
+        return node
+
+    def users(self) -> dict[int, list[Node]]:
+        out: dict[int, list[Node]] = {n.id: [] for n in self.nodes}
+        for n in self.nodes:
+            for a in n.node_args():
+                out[a.id].append(n)
+        return out
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))

@@ -1,0 +1,228 @@
+"""Kernel source for one fusion group: pointwise, row (reductions and normalizations) or matmul."""
+
+from __future__ import annotations
+
+__all__ = ["KernelSource", "kernel_for", "next_pow2"]
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
+from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Node, UnsupportedError
+from tritonsmith.agents.builtin._partition import FULL, MATMUL, POINTWISE, ROW, Group, Plan, layout
+
+_IDX64_AT = (1 << 31) - (1 << 24)
+
+
+@dataclass
+class KernelSource:
+    name: str
+    kernel: str
+    launcher: str
+    bases: list[Node]       # tensors the launcher takes, in order
+    outputs: list[Node]     # tensors it returns, in order
+    helpers: set[str] = field(default_factory=set)
+
+
+def next_pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+class _Writer:
+    """Shared state of one kernel: pointer names, cached loads and emitted lines."""
+
+    def __init__(self, plan: Plan, group: Group, name: str) -> None:
+        self.plan, self.g, self.name = plan, group, name
+        self.bases: list[Node] = []
+        self.ptr: dict[int, str] = {}
+        self.helpers: set[str] = set()
+        self.idx64 = False
+
+    def base_ptr(self, base: Node) -> str:
+        if base.id not in self.ptr:
+            self.bases.append(base)
+            self.ptr[base.id] = f"in{len(self.bases) - 1}_ptr"
+            self._check_size(base.numel)
+        return self.ptr[base.id]
+
+    def _check_size(self, n: int) -> None:
+        if n >= _IDX64_AT:
+            self.idx64 = True
+
+    def value(self, a: Any, use: tuple[int, ...], rank: str, lines: list[str], cache: dict[Any, str],
+              as_float: bool) -> str:
+        """Expression for argument ``a`` of an op whose output has shape ``use`` and ``rank``."""
+        if not isinstance(a, Node):
+            return literal(a, as_float)
+        if self.g.has(a):
+            return f"v{a.id}"
+        key = (a.id, use, rank)
+        if key not in cache:
+            base, strides, off = layout(a, self.plan.owner)
+            ptr = self.base_ptr(base)
+            idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
+            offs = offset_expr(idx, use, broadcast_strides(a.shape, strides, use), off)
+            var = f"x{len(cache)}_{rank[0]}"
+            load = f"tl.load({ptr} + {offs})" if offs.isdigit() else f"tl.load({ptr} + {offs}, mask={mask}, other=0)"
+            cast = ".to(tl.float32)" if a.dtype.is_floating_point else ""
+            lines.append(f"{var} = {load}{cast}  # {describe_external(a)}")
+            cache[key] = var
+        return cache[key]
+
+    def pointwise_line(self, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
+        rank = self.g.rank[n.id]
+        if n.kind == VIEW:
+            lines.append(f"v{n.id} = v{n.args[0].id}  # view as {list(n.shape)}: same elements, same order")
+            return
+        as_float = n.dtype.is_floating_point or n.op in ("where",)
+        args = [self.value(a, n.shape, rank, lines, cache, as_float) for a in n.args]
+        idx = "lin" if rank == FULL else "k"
+        lines.append(f"v{n.id} = {pw_expr(n, args, self.helpers, {'idx': idx})}  # {describe(n)}")
+
+    def store(self, n: Node, rank: str) -> str:
+        idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
+        return f"tl.store(out{self.g.outputs.index(n)}_ptr + {idx}, v{n.id}.to({TL_DTYPE[n.dtype]}), mask={mask})"
+
+    def signature(self, constexprs: list[str]) -> str:
+        ptrs = [self.ptr[b.id] for b in self.bases] + [f"out{i}_ptr" for i in range(len(self.g.outputs))]
+        return ", ".join(ptrs + [f"{c}: tl.constexpr" for c in constexprs])
+
+    def docstring(self, title: str) -> str:
+        math = "\n".join(f"        {describe(n)}" for n in self.g.nodes if n.kind != VIEW)
+        ins = ", ".join(f"in{i} = {describe_external(b)}" for i, b in enumerate(self.bases))
+        outs = ", ".join(f"out{i} = v{o.id}{list(o.shape)}" for i, o in enumerate(self.g.outputs))
+        return f'    """{title}\n\n    Inputs: {ins}. Outputs: {outs}.\n    Math (fp32):\n{math}\n    """'
+
+    def launcher(self, grid: str, meta: dict[str, int | str], comment: str) -> str:
+        args = [f"a{i}" for i in range(len(self.bases))]
+        lines = [f"def {self.name}({', '.join(f'{a}: torch.Tensor' for a in args)}):",
+                 f'    """{comment}"""']
+        for a, b in zip(args, self.bases, strict=True):
+            lines.append(f"    _expect({a}, {tuple(b.shape)}, {tuple(layout(b, self.plan.owner)[1])}, '{a}')")
+        dev = args[0] if args else "None"
+        outs = []
+        for i, o in enumerate(self.g.outputs):
+            outs.append(f"out{i}")
+            lines.append(f"    out{i} = torch.empty({tuple(o.shape)}, device={dev}.device, dtype={o.dtype})")
+        kw = ", ".join(f"{k}={v!r}" for k, v in meta.items())
+        lines.append(f"    {self.name}_kernel[{grid}]({', '.join(args + outs)}, {kw})")
+        lines.append(f"    return {', '.join(outs)}")
+        return "\n".join(lines) + "\n"
+
+
+def describe(n: Node) -> str:
+    def arg(a: Any) -> str:
+        return f"v{a.id}" if isinstance(a, Node) else repr(a)
+
+    if n.kind == REDUCE:
+        return f"v{n.id}{list(n.shape)} = {n.op}(v{n.args[0].id}, dims={list(n.dims)})"
+    extra = ", ".join(f"{k}={v}" for k, v in n.attrs.items() if k not in ("bias_of",))
+    body = ", ".join([arg(a) for a in n.args] + ([extra] if extra else []))
+    return f"v{n.id}{list(n.shape)} = {n.op or n.kind}({body})"
+
+
+def describe_external(a: Node) -> str:
+    return f"{a.name or f'v{a.id}'}{list(a.shape)}"
+
+
+# -- pointwise -----------------------------------------------------------------------------------
+def pointwise_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
+    w = _Writer(plan, g, name)
+    body: list[str] = []
+    cache: dict[Any, str] = {}
+    for n in g.nodes:
+        w.pointwise_line(n, body, cache)
+    body += [w.store(o, FULL) for o in g.outputs]
+    w._check_size(g.numel)
+    block = int(cfg.get("BLOCK", 1024))
+    pid = "tl.program_id(0).to(tl.int64)" if w.idx64 else "tl.program_id(0)"
+    src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):",
+           w.docstring(f"Elementwise over {g.numel} elements: one program per BLOCK of them."),
+           f"    lin = {pid} * BLOCK + tl.arange(0, BLOCK)",
+           f"    mask = lin < {g.numel}"] + [f"    {line}" for line in body]
+    launcher = w.launcher(f"(triton.cdiv({g.numel}, {block}),)",
+                          {"BLOCK": block, "num_warps": int(cfg.get("num_warps", 4))},
+                          f"Launch {name}_kernel: {len(g.nodes)} fused elementwise ops.")
+    return KernelSource(name, "\n".join(src) + "\n", launcher, w.bases, list(g.outputs), w.helpers)
+
+
+# -- matmul ---------------------------------------------------------------------------------------
+def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
+    w = _Writer(plan, g, name)
+    mm = g.nodes[0]
+    a, b = mm.args
+    batched = len(mm.shape) == 3
+    bsz = mm.shape[0] if batched else 1
+    m, n = mm.shape[-2], mm.shape[-1]
+    k = a.shape[-1]
+    (abase, ast, aoff), (bbase, bst, boff) = layout(a, plan.owner), layout(b, plan.owner)
+    ap, bp = w.base_ptr(abase), w.base_ptr(bbase)
+    sab, sam, sak = (ast if batched else (0, *ast))
+    sbb, sbk, sbn = (bst if batched else (0, *bst))
+    if batched:
+        sab = broadcast_strides(a.shape, ast, (bsz, m, k))[0]
+        sbb = broadcast_strides(b.shape, bst, (bsz, k, n))[0]
+    bm, bn, bk = int(cfg.get("BLOCK_M", 128)), int(cfg.get("BLOCK_N", 128)), int(cfg.get("BLOCK_K", 32))
+    prec = cfg.get("precision", "tf32x3")
+    kmask = k % bk != 0
+    w._check_size(bsz * m * n)
+    epi: list[str] = []
+    cache: dict[Any, str] = {}
+    for node in g.nodes[1:]:
+        w.pointwise_line(node, epi, cache)
+    epi += [w.store(o, FULL) for o in g.outputs]
+    i64 = ".to(tl.int64)" if w.idx64 else ""
+    a_mask = "(rm[:, None] < M) & (rk[None, :] < K - k0)" if kmask else "rm[:, None] < M"
+    b_mask = "(rk[:, None] < K - k0) & (rn[None, :] < N)" if kmask else "rn[None, :] < N"
+    src = f'''@triton.jit
+def {name}_kernel({w.signature(["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRECISION"])}):
+{w.docstring(f"C[b] = A[b] @ B[b] ({bsz} x {m}x{k} @ {k}x{n}, fp32 accumulation) with the elementwise chain fused after it.")}
+    M, N, K = {m}, {n}, {k}
+    pid = tl.program_id(0)
+    bid = tl.program_id(1){i64}
+    # grouped launch order: GROUP_M row tiles share each column tile of B while it is in L2
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * num_n
+    first_m = (pid // in_group) * GROUP_M
+    size_m = min(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % size_m
+    pid_n = (pid % in_group) // size_m
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)){i64}
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)){i64}
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = {ap} + {aoff} + bid * {sab} + rm[:, None] * {sam} + rk[None, :] * {sak}
+    b_ptrs = {bp} + {boff} + bid * {sbb} + rk[:, None] * {sbk} + rn[None, :] * {sbn}
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask={a_mask}, other=0.0)
+        b = tl.load(b_ptrs, mask={b_mask}, other=0.0)
+        # fp32 inputs: "tf32x3" (three tensor-core passes) or "ieee" keep fp32 accuracy; plain tf32 would not
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * {sak}
+        b_ptrs += BLOCK_K * {sbk}
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    lin = bid * (M * N) + rm[:, None] * N + rn[None, :]
+    v{mm.id} = acc
+''' + "".join(f"    {line}\n" for line in epi)
+    grid = f"(triton.cdiv({m}, {bm}) * triton.cdiv({n}, {bn}), {bsz})"
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg.get("GROUP_M", 8)),
+            "PRECISION": prec, "num_warps": int(cfg.get("num_warps", 8)), "num_stages": int(cfg.get("num_stages", 3))}
+    launcher = w.launcher(grid, meta, f"Launch {name}_kernel: matmul + {len(g.nodes) - 1} fused epilogue ops.")
+    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers)
+
+
+def kernel_for(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
+    if g.kind == POINTWISE:
+        return pointwise_kernel(plan, g, name, cfg)
+    if g.kind == MATMUL:
+        return matmul_kernel(plan, g, name, cfg)
+    if g.kind == ROW:
+        from tritonsmith.agents.builtin._rowkernel import row_kernel
+
+        return row_kernel(plan, g, name, cfg)
+    raise UnsupportedError(f"no kernel for a {g.kind} group")
+

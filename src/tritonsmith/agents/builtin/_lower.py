@@ -1,0 +1,432 @@
+"""ATen op -> small-graph lowerings. Composite ops (softmax, norms, losses) become reductions plus
+pointwise ops, so one generic row kernel covers them all."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tritonsmith.agents.builtin._ir import Node, UnsupportedError
+
+if TYPE_CHECKING:
+    from tritonsmith.agents.builtin._trace import _Lowering
+
+aten = torch.ops.aten
+LOWERINGS: dict[Any, Callable[..., Any]] = {}
+_SPLIT_MIN = 1 << 18  # a whole-tensor reduction this large is split in two stages (one program is too slow)
+
+
+def _reg(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for t in targets:
+            LOWERINGS[t] = fn
+        return fn
+    return deco
+
+
+def _unary(op: str) -> Callable[..., Any]:
+    return lambda lw, fx, x, *a, **k: lw.pw(op, x)
+
+
+for _t, _op in {aten.relu.default: "relu", aten.sigmoid.default: "sigmoid", aten.tanh.default: "tanh",
+                aten.abs.default: "abs", aten.exp.default: "exp", aten.log.default: "log",
+                aten.log1p.default: "log1p", aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt",
+                aten.neg.default: "neg", aten.expm1.default: "expm1", aten.erf.default: "erf",
+                aten.reciprocal.default: "reciprocal", aten.sign.default: "sign"}.items():
+    LOWERINGS[_t] = _unary(_op)
+
+
+@_reg(aten.add.Tensor, aten.add.Scalar)
+def _add(lw: _Lowering, fx: Any, a: Any, b: Any, alpha: Any = 1) -> Node:
+    return lw.pw("add", a, b if alpha == 1 else _scaled(lw, b, alpha))
+
+
+@_reg(aten.sub.Tensor, aten.sub.Scalar)
+def _sub(lw: _Lowering, fx: Any, a: Any, b: Any, alpha: Any = 1) -> Node:
+    return lw.pw("sub", a, b if alpha == 1 else _scaled(lw, b, alpha))
+
+
+@_reg(aten.rsub.Scalar, aten.rsub.Tensor)
+def _rsub(lw: _Lowering, fx: Any, a: Any, b: Any, alpha: Any = 1) -> Node:
+    return lw.pw("sub", b, a if alpha == 1 else _scaled(lw, a, alpha))
+
+
+def _scaled(lw: _Lowering, x: Any, s: Any) -> Any:
+    return lw.pw("mul", x, s) if isinstance(x, Node) else x * s
+
+
+_BINARY = {aten.mul.Tensor: "mul", aten.mul.Scalar: "mul", aten.div.Tensor: "div", aten.div.Scalar: "div",
+           aten.minimum.default: "minimum", aten.maximum.default: "maximum",
+           aten.pow.Tensor_Tensor: "pow"}
+_COMPARE = {"gt": "gt", "lt": "lt", "ge": "ge", "le": "le", "eq": "eq", "ne": "ne"}
+for _t, _op in _BINARY.items():
+    LOWERINGS[_t] = (lambda op: lambda lw, fx, a, b, **k: lw.pw(op, a, b))(_op)
+for _name, _op in _COMPARE.items():
+    for _ov in ("Scalar", "Tensor"):
+        LOWERINGS[getattr(getattr(aten, _name), _ov)] = (
+            lambda op: lambda lw, fx, a, b: lw.pw(op, a, b, dtype=torch.bool))(_op)
+
+
+@_reg(aten.where.self)
+def _where(lw: _Lowering, fx: Any, c: Any, a: Any, b: Any) -> Node:
+    return lw.pw("where", c, a, b, dtype=fx.meta["val"].dtype)
+
+
+@_reg(aten.clamp.default, aten.clamp.Tensor)
+def _clamp(lw: _Lowering, fx: Any, x: Node, min: Any = None, max: Any = None) -> Node:  # noqa: A002
+    if isinstance(min, Node) or isinstance(max, Node):
+        x = lw.pw("maximum", x, min) if min is not None else x
+        return lw.pw("minimum", x, max) if max is not None else x
+    return lw.pw("clamp", x, lo=min, hi=max)
+
+
+@_reg(aten.hardtanh.default)
+def _hardtanh(lw: _Lowering, fx: Any, x: Node, lo: float = -1.0, hi: float = 1.0) -> Node:
+    return lw.pw("clamp", x, lo=lo, hi=hi)
+
+
+@_reg(aten.leaky_relu.default)
+def _leaky(lw: _Lowering, fx: Any, x: Node, slope: float = 0.01) -> Node:
+    return lw.pw("leaky_relu", x, slope=float(slope))
+
+
+@_reg(aten.gelu.default)
+def _gelu(lw: _Lowering, fx: Any, x: Node, approximate: str = "none") -> Node:
+    return lw.pw("gelu_tanh" if approximate == "tanh" else "gelu", x)
+
+
+@_reg(aten.elu.default)
+def _elu(lw: _Lowering, fx: Any, x: Node, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> Node:
+    return lw.pw("elu", x, alpha=float(alpha), scale=float(scale), input_scale=float(input_scale))
+
+
+@_reg(aten.pow.Tensor_Scalar)
+def _pow(lw: _Lowering, fx: Any, x: Node, e: Any) -> Node:
+    if e == 2:
+        return lw.pw("mul", x, x)
+    if e == 3:
+        return lw.pw("mul", lw.pw("mul", x, x), x)
+    if e == 0.5:
+        return lw.pw("sqrt", x)
+    if e == 1:
+        return x
+    if e == -1:
+        return lw.pw("reciprocal", x)
+    raise UnsupportedError(f"pow with exponent {e}")
+
+
+@_reg(aten._to_copy.default)
+def _to_copy(lw: _Lowering, fx: Any, x: Node, dtype: Any = None, **_: Any) -> Node:
+    dtype = dtype or x.dtype
+    return x if dtype == x.dtype else lw.pw("cast", x, dtype=dtype)
+
+
+@_reg(aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default, aten.contiguous.default)
+def _identity(lw: _Lowering, fx: Any, x: Node, **_: Any) -> Node:
+    return x
+
+
+@_reg(aten.scalar_tensor.default)
+def _scalar_tensor(lw: _Lowering, fx: Any, v: Any, **_: Any) -> Any:
+    return v
+
+
+@_reg(aten.native_dropout.default)
+def _dropout(lw: _Lowering, fx: Any, x: Node, p: float, train: bool | None) -> tuple[Any, Any]:
+    if train and p > 0:
+        raise UnsupportedError(f"dropout with p={p} in training mode is random; no kernel can match it")
+    return x, None
+
+
+# -- views ----------------------------------------------------------------------------------------
+@_reg(aten.view.default, aten._unsafe_view.default, aten.reshape.default)
+def _view(lw: _Lowering, fx: Any, x: Node, shape: Any) -> Node:
+    return lw.view(x, tuple(shape))
+
+
+@_reg(aten.unsqueeze.default)
+def _unsqueeze(lw: _Lowering, fx: Any, x: Node, d: int) -> Node:
+    return lw.view(x, tuple(fx.meta["val"].shape))
+
+
+@_reg(aten.squeeze.dims, aten.squeeze.dim, aten.squeeze.default)
+def _squeeze(lw: _Lowering, fx: Any, x: Node, *a: Any) -> Node:
+    return lw.view(x, tuple(fx.meta["val"].shape))
+
+
+@_reg(aten.permute.default)
+def _permute(lw: _Lowering, fx: Any, x: Node, dims: Any) -> Node:
+    return lw.permute(x, list(dims))
+
+
+@_reg(aten.t.default)
+def _t(lw: _Lowering, fx: Any, x: Node) -> Node:
+    return lw.permute(x, [1, 0]) if len(x.shape) == 2 else x
+
+
+@_reg(aten.transpose.int)
+def _transpose(lw: _Lowering, fx: Any, x: Node, a: int, b: int) -> Node:
+    dims = list(range(len(x.shape)))
+    dims[a], dims[b] = dims[b], dims[a]
+    return lw.permute(x, dims)
+
+
+@_reg(aten.select.int)
+def _select(lw: _Lowering, fx: Any, x: Node, dim: int, index: int) -> Node:
+    dim %= len(x.shape)
+    index %= x.shape[dim]
+    shape = tuple(s for i, s in enumerate(x.shape) if i != dim)
+    return lw._view_like(x, shape, "select", lambda t: t.select(dim, index), dim=dim, index=index)
+
+
+@_reg(aten.expand.default)
+def _expand(lw: _Lowering, fx: Any, x: Node, shape: Any, **_: Any) -> Node:
+    return lw.expand(x, tuple(shape))
+
+
+# -- reductions -----------------------------------------------------------------------------------
+def reduce_all_split(lw: _Lowering, op: str, x: Node, dims: tuple[int, ...] | None, keepdim: bool) -> Node:
+    """A reduction over every element of a big tensor runs in two stages (partial rows, then the rest)."""
+    n = x.numel
+    if op in ("sum", "max", "min") and (not dims or len(set(d % len(x.shape) for d in dims)) == len(x.shape)) \
+            and n >= _SPLIT_MIN:
+        s = 1024
+        while s > 1 and n % s:
+            s //= 2
+        if s >= 64:
+            part = lw.reduce(op, lw.view(x, (s, n // s)), (1,), False)
+            total = lw.reduce(op, part, (0,), True)
+            shape = tuple(1 for _ in x.shape) if keepdim else ()
+            return lw.view(total, shape)
+    return lw.reduce(op, x, dims, keepdim)
+
+
+@_reg(aten.sum.dim_IntList, aten.sum.default)
+def _sum(lw: _Lowering, fx: Any, x: Node, dims: Any = None, keepdim: bool = False, dtype: Any = None) -> Node:
+    out = reduce_all_split(lw, "sum", x, tuple(dims) if dims else None, keepdim)
+    return lw.pw("cast", out, dtype=dtype) if dtype is not None and dtype != out.dtype else out
+
+
+@_reg(aten.mean.dim, aten.mean.default)
+def _mean(lw: _Lowering, fx: Any, x: Node, dims: Any = None, keepdim: bool = False, dtype: Any = None) -> Node:
+    total = reduce_all_split(lw, "sum", x, tuple(dims) if dims else None, keepdim)
+    return lw.pw("div", total, float(x.numel // max(total.numel, 1)))
+
+
+@_reg(aten.amax.default, aten.amin.default)
+def _amax(lw: _Lowering, fx: Any, x: Node, dims: Any = (), keepdim: bool = False) -> Node:
+    op = "max" if fx.target is aten.amax.default else "min"
+    return reduce_all_split(lw, op, x, tuple(dims) if dims else None, keepdim)
+
+
+@_reg(aten.max.dim, aten.min.dim)
+def _max_dim(lw: _Lowering, fx: Any, x: Node, dim: int, keepdim: bool = False) -> tuple[Node, Node]:
+    op = "max" if fx.target is aten.max.dim else "min"
+    return lw.reduce(op, x, (dim,), keepdim), lw.reduce("arg" + op, x, (dim,), keepdim)
+
+
+@_reg(aten.max.default, aten.min.default)
+def _max_all(lw: _Lowering, fx: Any, x: Node) -> Node:
+    return reduce_all_split(lw, "max" if fx.target is aten.max.default else "min", x, None, False)
+
+
+@_reg(aten.argmax.default, aten.argmin.default)
+def _argmax(lw: _Lowering, fx: Any, x: Node, dim: Any = None, keepdim: bool = False) -> Node:
+    if dim is None:
+        raise UnsupportedError("argmax/argmin over the flattened tensor")
+    op = "argmax" if fx.target is aten.argmax.default else "argmin"
+    return lw.reduce(op, x, (dim,), keepdim)
+
+
+@_reg(aten.linalg_vector_norm.default)
+def _norm(lw: _Lowering, fx: Any, x: Node, ord: Any = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
+          dtype: Any = None) -> Node:
+    dims = tuple(dim) if dim else None
+    if ord == 2:
+        return lw.pw("sqrt", reduce_all_split(lw, "sum", lw.pw("mul", x, x), dims, keepdim))
+    if ord == 1:
+        return reduce_all_split(lw, "sum", lw.pw("abs", x), dims, keepdim)
+    if ord == math.inf:
+        return reduce_all_split(lw, "max", lw.pw("abs", x), dims, keepdim)
+    raise UnsupportedError(f"vector norm of order {ord}")
+
+
+@_reg(aten.var.correction)
+def _var(lw: _Lowering, fx: Any, x: Node, dims: Any = None, *, correction: Any = 1, keepdim: bool = False) -> Node:
+    dims_t = tuple(dims) if dims else tuple(range(len(x.shape)))
+    mean, var = _moments(lw, x, dims_t)
+    n = x.numel // mean.numel
+    out = lw.pw("mul", var, n / max(n - (1 if correction is None else correction), 1))
+    return out if keepdim else lw.view(out, tuple(fx.meta["val"].shape))
+
+
+def _moments(lw: _Lowering, x: Node, dims: tuple[int, ...]) -> tuple[Node, Node]:
+    """Mean and biased variance over ``dims`` (two passes: exact, unlike E[x^2] - E[x]^2)."""
+    total = lw.reduce("sum", x, dims, True)
+    n = float(x.numel // total.numel)
+    mean = lw.pw("div", total, n)
+    d = lw.pw("sub", x, mean)
+    var = lw.pw("div", lw.reduce("sum", lw.pw("mul", d, d), dims, True), n)
+    return mean, var
+
+
+@_reg(aten._softmax.default)
+def _softmax(lw: _Lowering, fx: Any, x: Node, dim: int, half: bool = False) -> Node:
+    e = lw.pw("exp", lw.pw("sub", x, lw.reduce("max", x, (dim,), True)))
+    return lw.pw("div", e, lw.reduce("sum", e, (dim,), True))
+
+
+@_reg(aten._log_softmax.default)
+def _log_softmax(lw: _Lowering, fx: Any, x: Node, dim: int, half: bool = False) -> Node:
+    t = lw.pw("sub", x, lw.reduce("max", x, (dim,), True))
+    return lw.pw("sub", t, lw.pw("log", lw.reduce("sum", lw.pw("exp", t), (dim,), True)))
+
+
+@_reg(aten.gather.default)
+def _gather(lw: _Lowering, fx: Any, x: Node, dim: int, index: Node, **_: Any) -> Node:
+    dim %= len(x.shape)
+    want = tuple(1 if i == dim else s for i, s in enumerate(x.shape))
+    if index.shape != want:
+        raise UnsupportedError("gather other than picking one element per row")
+    hit = lw.pw("eq", lw.pw("iota", x, dtype=torch.int64, dim=dim), index, dtype=torch.bool)
+    return lw.reduce("sum", lw.pw("where", hit, x, 0.0), (dim,), True)
+
+
+# -- normalizations -------------------------------------------------------------------------------
+def _affine(lw: _Lowering, y: Node, w: Node | None, b: Node | None, channel_dim: int) -> Node:
+    """``y * w + b`` with ``w``, ``b`` of shape (C,) broadcast along ``channel_dim`` of ``y``."""
+    trail = len(y.shape) - channel_dim - 1
+    if w is not None:
+        y = lw.pw("mul", y, lw.view(w, (w.numel,) + (1,) * trail))
+    if b is not None:
+        y = lw.pw("add", y, lw.view(b, (b.numel,) + (1,) * trail))
+    return y
+
+
+@_reg(aten.native_layer_norm.default)
+def _layer_norm(lw: _Lowering, fx: Any, x: Node, shape: Any, w: Node | None, b: Node | None, eps: float) -> tuple:
+    dims = tuple(range(len(x.shape) - len(shape), len(x.shape)))
+    mean, var = _moments(lw, x, dims)
+    rstd = lw.pw("rsqrt", lw.pw("add", var, float(eps)))
+    y = lw.pw("mul", lw.pw("sub", x, mean), rstd)
+    if w is not None:
+        y = lw.pw("mul", y, w)
+    if b is not None:
+        y = lw.pw("add", y, b)
+    return y, mean, rstd
+
+
+@_reg(aten.native_group_norm.default)
+def _group_norm(lw: _Lowering, fx: Any, x: Node, w: Node | None, b: Node | None, n: int, c: int, hw: int,
+                groups: int, eps: float) -> tuple:
+    xv = lw.view(x, (n, groups, (c // groups) * hw))
+    mean, var = _moments(lw, xv, (2,))
+    rstd = lw.pw("rsqrt", lw.pw("add", var, float(eps)))
+    y = lw.view(lw.pw("mul", lw.pw("sub", xv, mean), rstd), x.shape)
+    return _affine(lw, y, w, b, 1), mean, rstd
+
+
+def _batch_norm(lw: _Lowering, x: Node, w: Node | None, b: Node | None, rm: Node | None, rv: Node | None,
+                training: bool, eps: float) -> tuple:
+    trail = len(x.shape) - 2
+    if training or rm is None:
+        mean, var = _moments(lw, x, (0, *range(2, len(x.shape))))
+    else:
+        mean, var = lw.view(rm, (rm.numel,) + (1,) * trail), lw.view(rv, (rv.numel,) + (1,) * trail)
+    rstd = lw.pw("rsqrt", lw.pw("add", var, float(eps)))
+    y = lw.pw("mul", lw.pw("sub", x, mean), rstd)
+    return _affine(lw, y, w, b, 1), mean, rstd, None, None
+
+
+@_reg(aten._native_batch_norm_legit_functional.default)
+def _bn_functional(lw: _Lowering, fx: Any, x: Node, w: Any, b: Any, rm: Any, rv: Any, training: bool,
+                   momentum: float, eps: float) -> tuple:
+    return _batch_norm(lw, x, w, b, rm, rv, training, eps)
+
+
+@_reg(aten._native_batch_norm_legit_no_training.default)
+def _bn_eval(lw: _Lowering, fx: Any, x: Node, w: Any, b: Any, rm: Any, rv: Any, momentum: float, eps: float) -> tuple:
+    return _batch_norm(lw, x, w, b, rm, rv, False, eps)[:3]
+
+
+@_reg(aten._native_batch_norm_legit.no_stats)
+def _bn_no_stats(lw: _Lowering, fx: Any, x: Node, w: Any, b: Any, training: bool, momentum: float, eps: float) -> tuple:
+    return _batch_norm(lw, x, w, b, None, None, True, eps)[:3]
+
+
+@_reg(aten._native_batch_norm_legit.default)
+def _bn_legit(lw: _Lowering, fx: Any, x: Node, w: Any, b: Any, rm: Any, rv: Any, training: bool,
+              momentum: float, eps: float) -> tuple:
+    return _batch_norm(lw, x, w, b, rm, rv, training, eps)[:3]
+
+
+# -- matmuls --------------------------------------------------------------------------------------
+@_reg(aten.mm.default, aten.bmm.default)
+def _mm(lw: _Lowering, fx: Any, a: Node, b: Node) -> Node:
+    if len(a.shape) == 2 and a.addressable and b.addressable:
+        m, k = a.shape
+        n = b.shape[1]
+        if n == 1:  # matrix-vector: a row reduction streams A once, a matmul tile would waste 15/16
+            return lw.reduce("sum", lw.pw("mul", a, lw.view(b, (1, k))), (1,), True)
+        if m == 1:
+            return lw.reduce("sum", lw.pw("mul", lw.view(a, (k, 1)), b), (0,), True)
+        split = int(lw.options.get("split_k", 0))
+        if split > 1 and k % split == 0:
+            a3 = lw.permute(lw.view(a, (m, split, k // split)), [1, 0, 2])
+            b3 = lw.view(b, (split, k // split, n))
+            if a3.addressable and b3.addressable:
+                return lw.reduce("sum", lw.mm(a3, b3), (0,), False)
+    return lw.mm(a, b)
+
+
+@_reg(aten.addmm.default)
+def _addmm(lw: _Lowering, fx: Any, bias: Node, a: Node, b: Node, beta: Any = 1, alpha: Any = 1) -> Node:
+    out = _mm(lw, fx, a, b)
+    if alpha != 1:
+        out = lw.pw("mul", out, alpha)
+    return lw.pw("add", out, bias if beta == 1 else _scaled(lw, bias, beta))
+
+
+# -- torch calls kept as they are (the hybrid policy) ---------------------------------------------
+@_reg(aten.convolution.default)
+def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any, padding: Any, dilation: Any,
+          transposed: bool, output_padding: Any, groups: int) -> Node:
+    nd = len(w.shape) - 2
+    val = fx.meta["val"]
+    if transposed:
+        call = (f"F.conv_transpose{nd}d({{0}}, {{1}}, None, stride={tuple(stride)}, padding={tuple(padding)}, "
+                f"output_padding={tuple(output_padding)}, groups={groups}, dilation={tuple(dilation)})")
+    else:
+        call = (f"F.conv{nd}d({{0}}, {{1}}, None, stride={tuple(stride)}, padding={tuple(padding)}, "
+                f"dilation={tuple(dilation)}, groups={groups})")
+    out = lw.extern(call, (x, w), val, op="conv_transpose" if transposed else "conv")
+    if b is None:
+        return out
+    # the bias joins the fused epilogue of the Triton kernel after the call
+    return lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd), bias_of="conv")
+
+
+@_reg(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+def _max_pool(lw: _Lowering, fx: Any, x: Node, kernel: Any, stride: Any = (), padding: Any = 0, dilation: Any = 1,
+              ceil_mode: bool = False) -> tuple[Node, None]:
+    nd = 2 if fx.target is aten.max_pool2d_with_indices.default else 3
+    call = (f"F.max_pool{nd}d({{0}}, {tuple(kernel)}, stride={tuple(stride) or tuple(kernel)}, "
+            f"padding={_tup(padding)}, dilation={_tup(dilation)}, ceil_mode={ceil_mode})")
+    return lw.extern(call, (x,), fx.meta["val"][0], op="max_pool"), None
+
+
+@_reg(aten.avg_pool2d.default, aten.avg_pool3d.default)
+def _avg_pool(lw: _Lowering, fx: Any, x: Node, kernel: Any, stride: Any = (), padding: Any = 0, ceil_mode: bool = False,
+              count_include_pad: bool = True, divisor_override: Any = None) -> Node:
+    nd = 2 if fx.target is aten.avg_pool2d.default else 3
+    call = (f"F.avg_pool{nd}d({{0}}, {tuple(kernel)}, stride={tuple(stride) or tuple(kernel)}, "
+            f"padding={_tup(padding)}, ceil_mode={ceil_mode}, count_include_pad={count_include_pad}, "
+            f"divisor_override={divisor_override})")
+    return lw.extern(call, (x,), fx.meta["val"], op="avg_pool")
+
+
+def _tup(v: Any) -> Any:
+    return tuple(v) if isinstance(v, (list, tuple)) else v

@@ -1,0 +1,291 @@
+"""Fusion groups: consecutive pointwise ops, reductions sharing one set of rows, a matmul with the
+pointwise chain after it (its epilogue), and torch calls kept as they are (the hybrid policy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from tritonsmith.agents.builtin._ir import (
+    EXTERN, INPUT, MM, PARAM, PW, REDUCE, VIEW, Graph, Node, UnsupportedError, contiguous_strides, numel,
+)
+
+__all__ = ["Group", "Plan", "RowDomain", "partition"]
+
+POINTWISE, ROW, MATMUL, TORCH = "pointwise", "row", "matmul", "torch"
+FULL, KEPT = "full", "kept"
+
+
+@dataclass(frozen=True)
+class RowDomain:
+    """Rows of a reduction: ``shape`` with ``dims`` reduced. ``k`` indexes kept elements and ``r`` the
+    reduced ones; the element's row-major index is ``sum(k-part) + sum(r-part)`` over at most two runs
+    of adjacent dimensions each (``kept_runs``/``red_runs``: (size, row-major stride), outer first)."""
+
+    shape: tuple[int, ...]
+    dims: tuple[int, ...]
+    kept_runs: tuple[tuple[int, int], ...]
+    red_runs: tuple[tuple[int, int], ...]
+
+    @property
+    def numel(self) -> int:
+        return numel(self.shape)
+
+    @property
+    def k(self) -> int:
+        return numel(tuple(s for s, _ in self.kept_runs))
+
+    @property
+    def r(self) -> int:
+        return numel(tuple(s for s, _ in self.red_runs))
+
+    @property
+    def kept_shape(self) -> tuple[int, ...]:
+        return tuple(1 if i in self.dims else s for i, s in enumerate(self.shape))
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.numel, self.kept_runs, self.red_runs)
+
+    @property
+    def reduce_contiguous(self) -> bool:
+        return bool(self.red_runs) and self.red_runs[-1][1] == 1
+
+
+def row_domain(shape: tuple[int, ...], dims: tuple[int, ...]) -> RowDomain:
+    strides = contiguous_strides(shape)
+    kept: list[list[int]] = []
+    red: list[list[int]] = []
+    prev = None
+    for i, (s, st) in enumerate(zip(shape, strides, strict=True)):
+        if s == 1:
+            continue
+        is_red = i in dims
+        runs = red if is_red else kept
+        if prev == is_red and runs:
+            runs[-1] = [runs[-1][0] * s, st]
+        else:
+            runs.append([s, st])
+        prev = is_red
+    if len(kept) > 2 or len(red) > 2:
+        raise UnsupportedError(f"a reduction over dims {dims} of {list(shape)} interleaves too many dimensions")
+    return RowDomain(shape, dims, tuple(map(tuple, kept)), tuple(map(tuple, red)))  # type: ignore[arg-type]
+
+
+@dataclass(eq=False)
+class Group:
+    kind: str
+    nodes: list[Node] = field(default_factory=list)
+    numel: int = 0
+    domain: RowDomain | None = None
+    rank: dict[int, str] = field(default_factory=dict)
+    outputs: list[Node] = field(default_factory=list)
+    index: int = 0
+
+    @property
+    def mm(self) -> Node | None:
+        return self.nodes[0] if self.kind == MATMUL else None
+
+    def has(self, node: Node) -> bool:
+        return node.id in self.rank
+
+
+@dataclass
+class Plan:
+    graph: Graph
+    groups: list[Group]
+    owner: dict[int, Group]
+    torch_ops: list[str]
+
+    def group_of(self, node: Node) -> Group | None:
+        return self.owner.get(node.id)
+
+
+def live_nodes(graph: Graph) -> list[Node]:
+    live: set[int] = set()
+    stack = list(graph.outputs)
+    while stack:
+        n = stack.pop()
+        if n.id in live:
+            continue
+        live.add(n.id)
+        stack.extend(n.node_args())
+    return [n for n in graph.nodes if n.id in live]
+
+
+class _Partitioner:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.groups: list[Group] = []
+        self.owner: dict[int, Group] = {}
+        self.front = 0
+
+    def run(self) -> Plan:
+        for n in live_nodes(self.graph):
+            if n.kind in (INPUT, PARAM):
+                continue
+            self._place(n)
+        for i, g in enumerate(self.groups):
+            g.index = i
+        self._mark_outputs()
+        torch_ops = [g.nodes[0].attrs.get("op", "torch") for g in self.groups if g.kind == TORCH]
+        return Plan(self.graph, self.groups, self.owner, torch_ops)
+
+    # -- placement ---------------------------------------------------------------------------------
+    def _place(self, n: Node) -> None:
+        latest = self._latest_owner(n)
+        if n.kind == VIEW:
+            src = n.args[0]
+            if latest is not None and latest.has(src) and n.attrs["how"] == "reshape" and latest.kind != TORCH:
+                self._join(latest, n, latest.rank[src.id])
+            return  # otherwise an external view of an addressable or materialized tensor
+        if n.kind == EXTERN:
+            self._new(TORCH, n, n.numel)
+            return
+        if n.kind == MM:
+            self._new(MATMUL, n, n.numel, rank=FULL)
+            return
+        if n.kind == REDUCE:
+            self._place_reduce(n, latest)
+            return
+        for g in self._candidates(latest):
+            rank = self._pw_rank(g, n)
+            if rank is not None:
+                self._join(g, n, rank)
+                return
+        self._new(POINTWISE, n, n.numel, rank=FULL, front=latest is None)
+
+    def _candidates(self, latest: Group | None) -> list[Group]:
+        """Groups a pointwise node may join: the one holding its latest input, or the newest group when
+        every input is already stored (a chain after a torch call continues in that group)."""
+        out = [latest] if latest is not None and latest.kind != TORCH else []
+        if self.groups and self.groups[-1].kind != TORCH and self.groups[-1] not in out:
+            if latest is None or self.groups.index(self.groups[-1]) > self.groups.index(latest):
+                out.append(self.groups[-1])
+        return out
+
+    def _place_reduce(self, n: Node, latest: Group | None) -> None:
+        x = n.args[0]
+        dom = row_domain(x.shape, n.dims)
+        if latest is not None and latest.has(x):
+            if latest.kind == POINTWISE and latest.numel == x.numel:
+                latest.kind, latest.domain = ROW, dom
+                self._join(latest, n, KEPT)
+                return
+            if latest.kind == ROW and latest.domain is not None and latest.domain.key == dom.key \
+                    and latest.rank[x.id] == FULL:
+                self._join(latest, n, KEPT)
+                return
+        g = self._new(ROW, n, dom.numel, rank=KEPT)
+        g.domain = dom
+
+    def _pw_rank(self, g: Group, n: Node) -> str | None:
+        if g.kind == TORCH:
+            return None
+        internal = [a for a in n.node_args() if g.has(a)]
+        if g.kind in (POINTWISE, MATMUL):
+            return FULL if n.numel == g.numel else None
+        dom = g.domain
+        assert dom is not None
+        if n.numel == dom.numel:
+            for a in internal:
+                if g.rank[a.id] == KEPT and (n.shape != dom.shape or a.shape != dom.kept_shape):
+                    return None
+            return FULL
+        if n.numel == dom.k and all(g.rank[a.id] == KEPT for a in internal):
+            return KEPT
+        return None
+
+    def _latest_owner(self, n: Node) -> Group | None:
+        owners = [self.owner[a.id] for a in self._deps(n) if a.id in self.owner]
+        return max(owners, key=self.groups.index) if owners else None
+
+    def _deps(self, n: Node) -> list[Node]:
+        """Node arguments, looking through external views to the value they read."""
+        out = []
+        for a in n.node_args():
+            while a.kind == VIEW and a.id not in self.owner:
+                a = a.args[0]
+            out.append(a)
+        return out
+
+    def _join(self, g: Group, n: Node, rank: str) -> None:
+        g.nodes.append(n)
+        g.rank[n.id] = rank
+        self.owner[n.id] = g
+
+    def _new(self, kind: str, n: Node, size: int, rank: str = FULL, front: bool = False) -> Group:
+        g = Group(kind, numel=size)
+        if front:
+            self.groups.insert(self.front, g)
+            self.front += 1
+        else:
+            self.groups.append(g)
+        self._join(g, n, rank)
+        return g
+
+    # -- materialization ------------------------------------------------------------------------
+    def _mark_outputs(self) -> None:
+        outs: set[int] = set()
+        for g in self.groups:
+            for n in g.nodes:
+                for a in n.node_args():
+                    if not g.has(a):
+                        base = resolve_base(a, self.owner)
+                        if base.id in self.owner:
+                            outs.add(base.id)
+        for o in self.graph.outputs:
+            base = resolve_base(o, self.owner)
+            if base.id in self.owner:
+                outs.add(base.id)
+            elif base.kind in (INPUT, PARAM):
+                raise UnsupportedError("the reference returns an input or parameter unchanged")
+        for g in self.groups:
+            g.outputs = [n for n in g.nodes if n.id in outs]
+            if g.kind == TORCH:
+                g.outputs = list(g.nodes)
+
+
+def resolve_base(a: Node, owner: dict[int, Group]) -> Node:
+    while a.kind == VIEW and a.id not in owner:
+        a = a.args[0]
+    return a
+
+
+def layout(a: Node, owner: dict[int, Group]) -> tuple[Node, tuple[int, ...], int]:
+    """(base tensor, strides, element offset) of an external value: an input, a parameter, a torch
+    call's output, a group's stored output, or views of those."""
+    if a.id in owner or a.kind in (INPUT, PARAM, EXTERN):
+        if a.id in owner and owner[a.id].kind != TORCH:
+            return a, contiguous_strides(a.shape), 0
+        assert a.strides is not None
+        return a, a.strides, a.offset
+    if a.kind != VIEW:
+        raise UnsupportedError(f"internal error: {a} has no layout")
+    base, strides, offset = layout(a.args[0], owner)
+    src = a.args[0]
+    t = torch.empty_strided(src.shape, strides, device="meta").as_strided(src.shape, strides, offset)
+    how = a.attrs["how"]
+    try:
+        if how == "reshape":
+            v = t.view(a.shape)
+        elif how == "permute":
+            v = t.permute(a.attrs["perm"])
+        elif how == "select":
+            v = t.select(a.attrs["dim"], a.attrs["index"])
+        else:
+            v = t.expand(a.shape)
+    except RuntimeError as exc:
+        raise UnsupportedError(f"a view of a strided tensor that needs a copy ({exc})") from exc
+    return base, tuple(v.stride()), int(v.storage_offset())
+
+
+def partition(graph: Graph) -> Plan:
+    plan = _Partitioner(graph).run()
+    compute = [g for g in plan.groups if g.kind != TORCH]
+    if not compute or all(all(n.kind == VIEW or n.attrs.get("bias_of") for n in g.nodes) for g in compute):
+        ops = ", ".join(sorted(set(plan.torch_ops))) or "none"
+        raise UnsupportedError(f"nothing to write in Triton: the reference is only torch calls ({ops}); "
+                               "emitting them would be a torch wrapper")
+    return plan

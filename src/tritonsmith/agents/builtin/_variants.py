@@ -1,0 +1,136 @@
+"""Launch configurations and the variants the generator tries, in order, using the evaluator's feedback."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonsmith.agents.base import Attempt
+from tritonsmith.agents.builtin._kernels import next_pow2
+from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, Group, Plan
+from tritonsmith.tools._results import EvalStatus
+
+__all__ = ["Variant", "choose_variant", "group_config", "remaining", "variant_menu"]
+
+_SMS = 132  # streaming multiprocessors of an H100/H200: enough programs keep them all busy
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to write the kernels: graph rewrites (``options``) and per-kind launch overrides."""
+
+    key: str
+    why: str
+    options: dict[str, Any] = field(default_factory=dict)
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def group_config(g: Group, overrides: dict[str, Any]) -> dict[str, Any]:
+    """Heuristic launch configuration for a group, then the variant's overrides."""
+    cfg: dict[str, Any] = {}
+    if g.kind == POINTWISE:
+        cfg = {"BLOCK": 1024, "num_warps": 4}
+    elif g.kind == MATMUL:
+        mm = g.nodes[0]
+        m, n = mm.shape[-2], mm.shape[-1]
+        cfg = {"BLOCK_M": 128 if m > 64 else 64, "BLOCK_N": 128 if n > 64 else 64, "BLOCK_K": 32,
+               "GROUP_M": 8, "num_warps": 8, "num_stages": 3, "precision": "tf32x3"}
+    elif g.kind == ROW and g.domain is not None:
+        cfg = _row_config(g)
+    cfg.update(overrides)
+    return cfg
+
+
+def _row_config(g: Group) -> dict[str, Any]:
+    dom = g.domain
+    assert dom is not None
+    r = next_pow2(dom.r)
+    if dom.reduce_contiguous or not dom.kept_runs or dom.kept_runs[-1][1] != 1:
+        if r <= 4096:
+            block_k = max(1, min(16, 4096 // r, next_pow2(dom.k)))
+            return {"BLOCK_K": block_k, "BLOCK_R": r, "one_pass": True, "num_warps": 4 if r * block_k <= 2048 else 8}
+        return {"BLOCK_K": 1, "BLOCK_R": 2048, "one_pass": False, "num_warps": 8}
+    # rows run across memory (the kept index is the contiguous one): tile many rows side by side
+    block_k = min(128, next_pow2(dom.k))
+    if r * block_k <= 8192:
+        return {"BLOCK_K": block_k, "BLOCK_R": r, "one_pass": True, "num_warps": 4}
+    return {"BLOCK_K": block_k, "BLOCK_R": 32, "one_pass": False, "num_warps": 4}
+
+
+def _split_k(plan: Plan) -> int:
+    """Split the K loop of a lone small matmul with a long K over more programs (partials, then a sum)."""
+    for g in plan.groups:
+        if g.kind == MATMUL and len(g.nodes[0].shape) == 2:
+            a = g.nodes[0].args[0]
+            m, n, k = a.shape[0], g.nodes[0].shape[1], a.shape[1]
+            tiles = -(-m // 128) * -(-n // 128)
+            if tiles < _SMS // 2 and k >= 8192:
+                split = 1
+                while tiles * split * 2 <= 2 * _SMS and k % (split * 2 * 256) == 0:
+                    split *= 2
+                return split if split > 1 else 0
+    return 0
+
+
+def variant_menu(plan: Plan) -> list[Variant]:
+    """The variants worth trying for this plan, best guess first."""
+    kinds = {g.kind for g in plan.groups}
+    split = _split_k(plan)
+    base_opts = {"split_k": split} if split else {}
+    menu = [Variant("default", "heuristic block sizes" + (f", split-K x{split}" if split else ""), base_opts)]
+    if MATMUL in kinds:
+        menu.append(Variant("ieee", "fp32 dot with input_precision='ieee' (tf32x3 missed the tolerance?)",
+                            base_opts, {MATMUL: {"precision": "ieee"}}))
+        menu.append(Variant("mm-64x128", "smaller matmul tiles, 4 warps, 4 stages", base_opts,
+                            {MATMUL: {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4}}))
+        # 128x256 fp32 tiles with BLOCK_K=32 and 3 stages need ~150 KB of shared memory (H100/H200: 227 KB)
+        menu.append(Variant("mm-128x256", "larger matmul tiles (128x256)", base_opts,
+                            {MATMUL: {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3}}))
+        if split:
+            menu.append(Variant("no-split-k", "one program per output tile", {}, {}))
+    if ROW in kinds:
+        menu.append(Variant("row-multipass", "multi-pass rows with 1024-wide chunks", base_opts,
+                            {ROW: {"one_pass": False, "BLOCK_R": 1024, "num_warps": 4}}))
+        menu.append(Variant("row-wide", "wider row chunks, 8 warps", base_opts,
+                            {ROW: {"BLOCK_R": 4096, "num_warps": 8, "one_pass": False}}))
+    if POINTWISE in kinds:
+        menu.append(Variant("pw-4096", "4096 elements per program, 8 warps", base_opts,
+                            {POINTWISE: {"BLOCK": 4096, "num_warps": 8}}))
+    return menu
+
+
+def choose_variant(menu: Sequence[Variant], history: Sequence[Attempt]) -> Variant | None:
+    """The next untried variant, in menu order.
+
+    After a wrong output from a tf32x3 matmul every later variant uses ``input_precision="ieee"``
+    (the ``ieee`` variant first); otherwise the ``ieee`` variant is skipped (slower, same answer).
+    After a timeout, variants that spread the work wider go first.
+    """
+    keys = {v.key for v in menu}
+    mine = [a for a in history if a.variant and a.variant.removesuffix("+ieee") in keys
+            and a.generator in ("builtin", "")]
+    tried = {a.variant.removesuffix("+ieee") for a in mine if a.variant}
+    wrong = any(a.result is not None and a.result.status is EvalStatus.WRONG_OUTPUT
+                and not (a.variant or "").endswith("ieee") for a in mine)
+    left = [v for v in menu if v.key not in tried and (wrong or v.key != "ieee")]
+    if not left:
+        return None
+    last = mine[-1] if mine else None
+    pick = left[0]
+    if wrong and any(v.key == "ieee" for v in left):
+        pick = next(v for v in left if v.key == "ieee")
+    elif last is not None and last.result is not None and last.result.status is EvalStatus.TIMEOUT:
+        pick = next((v for v in left if any(w in v.key for w in ("split", "wide", "4096"))), pick)
+    if wrong and pick.key != "ieee":
+        overrides = {**pick.overrides, MATMUL: {**pick.overrides.get(MATMUL, {}), "precision": "ieee"}}
+        pick = Variant(pick.key + "+ieee", pick.why + "; fp32 dot in ieee precision", pick.options, overrides)
+    return pick
+
+
+def remaining(menu: Sequence[Variant], history: Sequence[Attempt], chosen: Variant) -> int:
+    """How many variants would still be left after ``chosen``."""
+    keys = {v.key for v in menu}
+    tried = {a.variant.removesuffix("+ieee") for a in history if a.variant and a.variant.removesuffix("+ieee") in keys}
+    tried.add(chosen.key.removesuffix("+ieee"))
+    return len([v for v in menu if v.key not in tried and v.key != "ieee"])

@@ -1,0 +1,270 @@
+"""The LLM generator: any LangChain chat model writes candidates, calling tools on the way.
+
+One :meth:`LLMGenerator.generate` call is a short conversation: the model sees the problem (and, on
+refinement, the findings on earlier attempts), may call kernel search / profiler / web search for a
+bounded number of rounds, and submits a candidate through the ``submit_kernel`` tool or a fenced
+```python block. An answer without code is fed back as such, a few times at most.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import BaseTool, ToolException
+
+from tritonsmith.agents._llm_tools import SUBMIT_TOOL_NAME, submit_kernel
+from tritonsmith.agents._parse import extract_code, source_from_tool_args, text_of
+from tritonsmith.agents.base import Candidate, GenerationRequest, TokenUsage
+from tritonsmith.agents.prompts import NO_CODE_FEEDBACK, SYSTEM_PROMPT, TOOL_BUDGET_SPENT, render_request
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from tritonsmith.config import Settings
+
+__all__ = ["LLMConfigurationError", "LLMGenerator", "ModelUnavailableError", "Pricing", "chat_model_from_settings",
+           "pricing_from"]
+
+log = logging.getLogger(__name__)
+
+Toolkit = Callable[[GenerationRequest], Sequence[BaseTool]]
+LOCAL_SERVER_KEY = "not-needed"  # OpenAI-compatible local servers (vLLM, Ollama) ignore the key
+
+
+class LLMConfigurationError(ValueError):
+    """No model is configured (no key, no server URL) or the configuration is invalid."""
+
+
+class ModelUnavailableError(RuntimeError):
+    """The model server could not be reached, or refused the request (key, model name, rate limit)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Pricing:
+    """USD per million input / output tokens."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input_per_mtok + output_tokens * self.output_per_mtok) / 1e6
+
+
+def pricing_from(settings: Settings) -> Pricing | None:
+    """Prices from the settings, when both are given."""
+    if settings.input_cost_per_mtok is None or settings.output_cost_per_mtok is None:
+        return None
+    return Pricing(input_per_mtok=settings.input_cost_per_mtok, output_per_mtok=settings.output_cost_per_mtok)
+
+
+def chat_model_from_settings(settings: Settings) -> BaseChatModel:
+    """A ``ChatOpenAI`` for ``settings`` (model, base_url, key), with its timeout and retry limit set.
+
+    Raises :class:`LLMConfigurationError` when neither a key nor a server URL is configured.
+    """
+    if not settings.llm_configured:
+        raise LLMConfigurationError(
+            "no model configured: set OPENAI_API_KEY (or TRITONSMITH_API_KEY) for OpenAI, or a base URL "
+            "(--base-url / TRITONSMITH_BASE_URL / OPENAI_BASE_URL) for a local OpenAI-compatible server "
+            "such as vLLM or Ollama")
+    from langchain_openai import ChatOpenAI
+
+    kwargs: dict[str, Any] = {"model": settings.model, "timeout": settings.llm_timeout_s,
+                              "max_retries": settings.max_retries,
+                              "api_key": settings.api_key or LOCAL_SERVER_KEY}
+    if settings.base_url:
+        kwargs["base_url"] = settings.base_url
+    if settings.temperature is not None:
+        kwargs["temperature"] = settings.temperature
+    return ChatOpenAI(**kwargs)
+
+
+class LLMGenerator:
+    """Writes candidates with a chat model. Implements the :class:`~tritonsmith.agents.base.Generator` protocol.
+
+    Args:
+        model: any LangChain chat model; tool calling is used when it supports ``bind_tools``.
+        tools: tools offered on every request (besides ``submit_kernel``).
+        toolkit: a factory giving request-specific tools (e.g. a profiler bound to the problem).
+        max_tool_rounds: tool-calling rounds per candidate before the model must submit.
+        max_no_code_replies: answers without code tolerated (each fed back) before giving up on a candidate.
+        pricing: prices per million tokens; without it, a cost the server reports is used, else None.
+        server: where the model lives, for error messages.
+    """
+
+    name = "llm"
+
+    def __init__(self, model: BaseChatModel, *, tools: Sequence[BaseTool] = (), toolkit: Toolkit | None = None,
+                 max_tool_rounds: int = 4, max_no_code_replies: int = 2, pricing: Pricing | None = None,
+                 system_prompt: str = SYSTEM_PROMPT, server: str | None = None) -> None:
+        if max_tool_rounds < 0 or max_no_code_replies < 0:
+            raise ValueError("max_tool_rounds and max_no_code_replies must be >= 0")
+        self.model = model
+        self.tools = tuple(tools)
+        self.toolkit = toolkit
+        self.max_tool_rounds = max_tool_rounds
+        self.max_no_code_replies = max_no_code_replies
+        self.pricing = pricing
+        self.system_prompt = system_prompt
+        self.server = server or getattr(model, "openai_api_base", None) or _model_label(model)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> LLMGenerator:
+        kwargs.setdefault("max_tool_rounds", settings.max_tool_rounds)
+        kwargs.setdefault("pricing", pricing_from(settings))
+        kwargs.setdefault("server", settings.base_url or "api.openai.com")
+        return cls(chat_model_from_settings(settings), **kwargs)
+
+    def generate(self, request: GenerationRequest) -> Candidate:
+        tools = [*self.tools, *(self.toolkit(request) if self.toolkit else ())]
+        by_name = {t.name: t for t in tools}
+        with_tools, submit_only = self._bind([*tools, submit_kernel]), self._bind([submit_kernel])
+        messages: list[BaseMessage] = [SystemMessage(self.system_prompt), HumanMessage(render_request(request))]
+        meter = _UsageMeter(self.pricing)
+        rounds = no_code = 0
+        while True:
+            reply = self._invoke(with_tools if rounds < self.max_tool_rounds else submit_only, messages)
+            meter.add(reply)
+            messages.append(reply)
+            source, problem = _submission(reply)
+            if source is not None:
+                note = f"submitted after {rounds} tool round(s)" + (f"; {problem}" if problem else "")
+                return Candidate(source=source, note=note, usage=meter.total())
+            calls = [c for c in reply.tool_calls if c["name"] != SUBMIT_TOOL_NAME]
+            if calls and rounds < self.max_tool_rounds and problem is None:
+                rounds += 1
+                messages.extend(self._run_tools(calls, by_name))
+                if rounds == self.max_tool_rounds:
+                    messages.append(HumanMessage(TOOL_BUDGET_SPENT))
+                continue
+            no_code += 1
+            if no_code > self.max_no_code_replies:
+                return Candidate(source=None, usage=meter.total(),
+                                 note=f"the model gave no code in {no_code} answers: {_gist(reply)}")
+            messages.extend(_decline(reply, "not run: submit your kernel now"))
+            messages.append(HumanMessage(f"{problem}\n\n{NO_CODE_FEEDBACK}" if problem else NO_CODE_FEEDBACK))
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _bind(self, tools: Sequence[BaseTool]) -> Any:
+        try:
+            return self.model.bind_tools(list(tools))
+        except NotImplementedError:
+            log.info("%s does not support tool calling; relying on fenced code blocks", _model_label(self.model))
+            return self.model
+
+    def _invoke(self, runnable: Any, messages: list[BaseMessage]) -> AIMessage:
+        errors = _provider_errors()
+        try:
+            reply = runnable.invoke(messages)
+        except errors as exc:  # only the client's network/auth/status errors: a clear, actionable message
+            raise ModelUnavailableError(_explain(exc, self.server, _model_label(self.model))) from exc
+        if not isinstance(reply, AIMessage):
+            raise TypeError(f"the chat model returned {type(reply).__name__}, not an AIMessage")
+        return reply
+
+    def _run_tools(self, calls: Sequence[dict[str, Any]], by_name: dict[str, BaseTool]) -> list[ToolMessage]:
+        from pydantic import ValidationError
+
+        out: list[ToolMessage] = []
+        for call in calls:
+            tool_ = by_name.get(call["name"])
+            if tool_ is None:
+                known = ", ".join(sorted([*by_name, SUBMIT_TOOL_NAME]))
+                out.append(ToolMessage(f"unknown tool {call['name']!r}; available: {known}",
+                                       tool_call_id=call["id"], status="error"))
+                continue
+            try:
+                result = tool_.invoke({**call, "type": "tool_call"})
+            except (ValidationError, ToolException) as exc:  # the model's bad arguments, fed back to it
+                result = ToolMessage(f"{call['name']} failed: {exc}", tool_call_id=call["id"], status="error")
+            log.info("tool %s called by the model", call["name"])
+            out.append(result if isinstance(result, ToolMessage)
+                       else ToolMessage(str(result), tool_call_id=call["id"]))
+        return out
+
+
+def _submission(reply: AIMessage) -> tuple[str | None, str | None]:
+    """(source, problem): the submitted code, or what was wrong with the submission."""
+    for call in reply.tool_calls:
+        if call["name"] == SUBMIT_TOOL_NAME:
+            source = source_from_tool_args(call["args"])
+            if source:
+                notes = call["args"].get("notes") if isinstance(call["args"], dict) else None
+                return source, (notes or None)
+            return None, "Your submit_kernel call had no `source` argument with the file in it."
+    for bad in reply.invalid_tool_calls:
+        if bad.get("name") == SUBMIT_TOOL_NAME:
+            source = source_from_tool_args(bad.get("args") or "")
+            if source:
+                return source, "recovered from malformed submit_kernel arguments"
+            return None, f"Your submit_kernel call had malformed arguments ({bad.get('error') or 'invalid JSON'})."
+    source = extract_code(text_of(reply.content))
+    return source, None
+
+
+def _decline(reply: AIMessage, why: str) -> list[ToolMessage]:
+    """Answer every tool call of ``reply`` (chat APIs require it) without running them."""
+    ids = [c.get("id") for c in [*reply.tool_calls, *reply.invalid_tool_calls]]
+    return [ToolMessage(why, tool_call_id=i, status="error") for i in ids if i]
+
+
+def _gist(reply: AIMessage) -> str:
+    text = " ".join(text_of(reply.content).split())
+    if not text and reply.tool_calls:
+        text = "only tool calls: " + ", ".join(c["name"] for c in reply.tool_calls)
+    return (text[:160] + "...") if len(text) > 160 else (text or "(empty answer)")
+
+
+class _UsageMeter:
+    def __init__(self, pricing: Pricing | None) -> None:
+        self.pricing = pricing
+        self.input_tokens = self.output_tokens = 0
+        self.reported_cost: float | None = None
+
+    def add(self, reply: AIMessage) -> None:
+        usage = reply.usage_metadata or {}
+        self.input_tokens += int(usage.get("input_tokens", 0) or 0)
+        self.output_tokens += int(usage.get("output_tokens", 0) or 0)
+        token_usage = (reply.response_metadata or {}).get("token_usage") or {}
+        cost = token_usage.get("cost") if isinstance(token_usage, dict) else None
+        if isinstance(cost, (int, float)):
+            self.reported_cost = (self.reported_cost or 0.0) + float(cost)
+
+    def total(self) -> TokenUsage:
+        cost = self.pricing.cost(self.input_tokens, self.output_tokens) if self.pricing else self.reported_cost
+        return TokenUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost_usd=cost)
+
+
+def _provider_errors() -> tuple[type[BaseException], ...]:
+    try:
+        import openai
+    except ImportError:  # pragma: no cover - langchain-openai depends on it
+        return ()
+    return (openai.APIConnectionError, openai.AuthenticationError, openai.PermissionDeniedError,
+            openai.NotFoundError, openai.RateLimitError, openai.InternalServerError)
+
+
+def _explain(exc: BaseException, server: str, model: str) -> str:
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        what = "timed out (after the configured retries)"
+    elif isinstance(exc, openai.APIConnectionError):
+        what = "could not be reached (after the configured retries)"
+    elif isinstance(exc, openai.AuthenticationError):
+        what = "rejected the API key (check OPENAI_API_KEY / TRITONSMITH_API_KEY)"
+    elif isinstance(exc, openai.NotFoundError):
+        what = f"does not know the model {model!r} (check --model)"
+    elif isinstance(exc, openai.RateLimitError):
+        what = "rate-limited the request (after the configured retries)"
+    else:
+        what = "refused the request"
+    return f"the model server {server} {what}: {type(exc).__name__}: {exc}"
+
+
+def _model_label(model: Any) -> str:
+    return str(getattr(model, "model_name", None) or getattr(model, "model", None) or type(model).__name__)

@@ -1,0 +1,170 @@
+"""The LLM generator's prompts: named templates, rendered from a :class:`GenerationRequest`.
+
+What the model sees: the rules of a candidate, the hardware it targets, the problem and its analysis,
+kernels retrieved from memory, and on refinement the evaluator's and profiler's findings on earlier
+attempts, trimmed to what it can act on (the latest failure in full, older ones in one line each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tritonsmith.agents.base import Attempt, GenerationRequest
+
+__all__ = [
+    "HARDWARE_FACTS",
+    "HISTORY_LINE",
+    "NO_CODE_FEEDBACK",
+    "PROBLEM_PROMPT",
+    "REFINE_PROMPT",
+    "RETRIEVED_PROMPT",
+    "START_FROM_PROMPT",
+    "SYSTEM_PROMPT",
+    "TOOL_BUDGET_SPENT",
+    "hardware_facts",
+    "render_request",
+    "trim",
+]
+
+SYSTEM_PROMPT = """\
+You are an expert GPU kernel engineer. You write Triton kernels that reproduce a PyTorch reference \
+exactly and run faster than torch.compile.
+
+A candidate is one self-contained Python file that:
+- imports torch, torch.nn as nn, triton and triton.language as tl;
+- defines `class ModelNew(nn.Module)` taking the same constructor arguments as the reference `Model` \
+(and holding the same parameters, under the same names, when `Model` has any);
+- computes `forward` with one or more `@triton.jit` kernels; torch may only allocate outputs, reshape \
+or view: the arithmetic must happen in Triton;
+- returns outputs with the reference's shapes and dtypes, within tolerance (fp32: 1e-4, half: 1e-2).
+
+Write kernels the Triton way: one program per tile, masks on every load/store at the edges, \
+`tl.constexpr` block sizes that are powers of two, fp32 accumulation, `num_warps` chosen for the tile.
+
+Submit your candidate by calling the `submit_kernel` tool with the complete file, or, if you cannot \
+call tools, answer with the complete file in a single ```python fenced block. Always submit the whole \
+file, never a diff. You may call the other tools first (kernel search, web search, profiler), but only \
+a few rounds: then submit."""
+
+HARDWARE_FACTS: dict[str, str] = {
+    "cuda": """\
+Target: an NVIDIA data-centre GPU (H100/H200 class, sm_90): 132 SMs, 50 MB L2, up to 228 KB shared \
+memory per SM, ~3.3-4.8 TB/s HBM, ~67 TFLOP/s fp32 on CUDA cores, ~990 TFLOP/s bf16/fp16 and ~495 \
+TFLOP/s tf32 on tensor cores (tl.dot). Memory-bound ops win by reading each byte once (fuse, keep rows \
+in registers, vectorised contiguous loads); compute-bound ops win with tl.dot tiles of 64-256, \
+software pipelining (num_stages 3-4) and grouped tile ordering for L2 reuse.""",
+    "cpu": """\
+Target: the Triton CPU interpreter (no GPU here). Only correctness is checked, never speed. The \
+interpreter runs the kernel with numpy: keep grids modest and block sizes <= 4096; bf16 arithmetic is \
+wrong in the interpreter, so compute in fp32. Write the kernel as you would for a GPU (it will run on \
+one later).""",
+}
+
+PROBLEM_PROMPT = """\
+## The reference to reproduce ({name})
+```python
+{source}
+```
+
+## Analysis
+{analysis}"""
+
+RETRIEVED_PROMPT = """\
+## Verified kernels for similar problems (from memory; adapt, do not copy blindly)
+{kernels}"""
+
+START_FROM_PROMPT = """\
+## The user's kernel to start from
+Fix it if it is wrong, speed it up if it is right. Keep what works.
+```python
+{source}
+```"""
+
+REFINE_PROMPT = """\
+## {who} (iteration {iteration}, {status})
+```python
+{source}
+```
+
+## What the evaluator (and profiler) found
+{feedback}
+{best}
+Write the next candidate: fix the failure above first; if it was correct, make it faster."""
+
+HISTORY_LINE = "- iteration {iteration} ({generator}): {status}: {message}"
+
+NO_CODE_FEEDBACK = """\
+Your answer contained no code. Submit the complete candidate file now: call `submit_kernel` with it, \
+or reply with a single ```python fenced block holding the whole file (with `class ModelNew`)."""
+
+TOOL_BUDGET_SPENT = """\
+You have used all your tool rounds. Submit the complete candidate now through `submit_kernel` (or one \
+```python fenced block)."""
+
+_LIMITS = {"source": 12000, "feedback": 3000, "example": 4000, "message": 200}
+
+
+def trim(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, keeping its head and tail (errors often end a trace)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head - 40
+    return f"{text[:head]}\n... ({len(text) - head - tail} characters trimmed) ...\n{text[-tail:]}"
+
+
+def hardware_facts(device: str) -> str:
+    return HARDWARE_FACTS["cpu" if device == "cpu" else "cuda"]
+
+
+def render_request(request: GenerationRequest) -> str:
+    """The user message for one generation: problem, hardware, memory, user kernel, findings so far."""
+    p = request.problem
+    parts = [PROBLEM_PROMPT.format(name=p.name, source=trim(p.source, _LIMITS["source"]),
+                                   analysis=request.analysis.strip() or "(no analysis available)"),
+             "## Hardware\n" + hardware_facts(request.device)]
+    if request.examples:
+        kernels = "\n\n".join(f"```python\n{trim(e, _LIMITS['example'])}\n```" for e in request.examples[:3])
+        parts.append(RETRIEVED_PROMPT.format(kernels=kernels))
+    if request.start_from and not request.history:
+        parts.append(START_FROM_PROMPT.format(source=trim(request.start_from, _LIMITS["source"])))
+    if request.history:
+        parts.append(_render_history(request.history))
+    return "\n\n".join(parts)
+
+
+def _render_history(history: Sequence[Attempt]) -> str:
+    last = history[-1]
+    earlier = [HISTORY_LINE.format(iteration=a.iteration, generator=a.generator or "?", status=_status(a),
+                                   message=trim(_message(a), _LIMITS["message"])) for a in history[:-1]]
+    best = _best_line(history)
+    text = ""
+    if earlier:
+        text = "## Earlier attempts\n" + "\n".join(earlier) + "\n\n"
+    if last.source is None:
+        return text + f"## Your previous answer (iteration {last.iteration})\n{trim(last.feedback, _LIMITS['feedback'])}"
+    who = "The user's kernel" if last.generator == "user" else "Your previous attempt"
+    return text + REFINE_PROMPT.format(
+        who=who, iteration=last.iteration, status=_status(last), source=trim(last.source, _LIMITS["source"]),
+        feedback=trim(last.feedback, _LIMITS["feedback"]),
+        best=f"\n{best}\n" if best else "")
+
+
+def _status(a: Attempt) -> str:
+    return a.result.status.value if a.result is not None else "no code"
+
+
+def _message(a: Attempt) -> str:
+    if a.result is not None:
+        return a.result.message
+    return a.feedback.splitlines()[0] if a.feedback else "no code"
+
+
+def _best_line(history: Sequence[Attempt]) -> str:
+    verified = [a for a in history if a.result is not None and a.result.ok]
+    if not verified or verified[-1] is history[-1]:
+        return ""
+    b = max(verified, key=lambda a: a.reward)
+    return (f"Best verified so far: iteration {b.iteration} (reward {b.reward:.2f}). "
+            "Keep its approach if your new idea fails.")

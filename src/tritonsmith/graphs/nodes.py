@@ -1,0 +1,242 @@
+"""The graph's nodes: analyze -> retrieve -> generate -> evaluate -> profile -> decide (-> remember).
+
+Each node reads the run's settings (argument > run context > environment > default), does one thing,
+returns a partial state update, and emits a progress event on the ``custom`` stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from tritonsmith.agents.base import Attempt, GenerationRequest
+from tritonsmith.config import KernelContext, Settings
+from tritonsmith.graphs import routing
+from tritonsmith.graphs._analysis import analyze_problem, explain_failure
+from tritonsmith.graphs._resolve import GraphDeps
+from tritonsmith.graphs.reward import reward_for
+from tritonsmith.graphs.state import (
+    NO_CODE,
+    AttemptRecord,
+    KernelState,
+    PendingCandidate,
+    ProblemSpec,
+    Usage,
+)
+from tritonsmith.problem import Problem, load_problem
+from tritonsmith.tools._results import EvalResult
+
+__all__ = ["KernelNodes", "NODE_NAMES", "problem_from_spec", "spec_from_problem"]
+
+log = logging.getLogger(__name__)
+
+NODE_NAMES = ("analyze", "retrieve", "generate", "evaluate", "profile", "decide", "remember")
+USER = "user"
+STORE_NAMESPACE = ("tritonsmith", "kernels")
+
+
+def spec_from_problem(problem: Problem | ProblemSpec | str | Path) -> ProblemSpec:
+    """A JSON-able description of a problem (path, source, :class:`Problem` or spec)."""
+    if isinstance(problem, dict):
+        return problem
+    p = load_problem(problem)
+    return ProblemSpec(source=p.source, name=p.name, level=p.level, path=str(p.path) if p.path else None,
+                       weights_path=str(p.weights_path) if p.weights_path else None)
+
+
+def problem_from_spec(spec: ProblemSpec | str) -> Problem:
+    if isinstance(spec, str):
+        return load_problem(spec)
+    weights = spec.get("weights_path")
+    path = spec.get("path")
+    return Problem(source=spec["source"], name=spec["name"], level=spec.get("level"),
+                   path=Path(path) if path else None, weights_path=Path(weights) if weights else None)
+
+
+class KernelNodes:
+    """The node functions, bound to what ``build_kernel_graph`` was given."""
+
+    def __init__(self, deps: GraphDeps) -> None:
+        self.deps = deps
+
+    def _settings(self, runtime: Runtime[KernelContext]) -> Settings:
+        return self.deps.settings(runtime.context)
+
+    # -- analyze --------------------------------------------------------------------------------
+    def analyze(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
+        """Normalise the problem, resolve the device, and describe the op: signature, FLOPs, bytes, bound."""
+        settings = self._settings(runtime)
+        spec = spec_from_problem(state["problem"])
+        problem = problem_from_spec(spec)
+        from tritonsmith.tools.evaluate import resolve_device
+
+        device = resolve_device(settings.device)
+        text, facts = analyze_problem(problem)
+        notes = []
+        if device == "cpu":
+            notes.append("device: CPU (Triton interpreter): correctness is checked, speed is not measured; "
+                         "a correct kernel gets reward 0.5 ('correct, speed unmeasured')")
+        _emit(runtime, event="analyzed", problem=spec["name"], device=device, bound=facts.get("bound"))
+        return {"problem": spec, "analysis": text, "facts": facts, "device": device, "notes": notes}
+
+    # -- retrieve -------------------------------------------------------------------------------
+    def retrieve(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
+        """Similar verified kernels from the memory (none without a memory)."""
+        settings = self._settings(runtime)
+        store = self.deps.store(settings)
+        if store is None:
+            note = self.deps.store_note(settings)
+            return {"examples": [], **({"notes": [note]} if note else {})}
+        problem = problem_from_spec(state["problem"])
+        device_name = _cuda_name() if state.get("device") == "cuda" else None
+        hits = store.similar(problem, k=3, device_name=device_name)
+        examples = [f"# {h.problem_name} ({h.reason})\n{h.source.strip()}\n" for h in hits]
+        _emit(runtime, event="retrieved", count=len(examples), problems=[h.problem_name for h in hits])
+        return {"examples": examples}
+
+    # -- generate -------------------------------------------------------------------------------
+    def generate(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
+        """The next candidate: the user's kernel first (``start_from``), then the generator's."""
+        attempts = state.get("attempts", [])
+        start = state.get("start_from")
+        if start and not any(a["generator"] == USER for a in attempts):
+            pending = PendingCandidate(iteration=0, source=start, generator=USER, note="the user's kernel")
+            _emit(runtime, event="generated", iteration=0, generator=USER, has_code=True)
+            return {"pending": pending}
+        settings = self._settings(runtime)
+        generator, note = self.deps.generator_for(settings)
+        iteration = max((a["iteration"] for a in attempts), default=0) + 1
+        request = GenerationRequest(
+            problem=problem_from_spec(state["problem"]), iteration=iteration,
+            history=[_to_attempt(a) for a in attempts], examples=tuple(state.get("examples", ())),
+            analysis=state.get("analysis", ""), device=state.get("device", "cuda"), start_from=start)
+        log.info("iteration %d: asking the %s generator", iteration, generator.name)
+        candidate = generator.generate(request)
+        u = candidate.usage
+        usage = Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd,
+                      calls=1 if generator.name == "llm" else 0)
+        pending = PendingCandidate(iteration=iteration, source=candidate.source, generator=generator.name,
+                                   note=candidate.note, variant=candidate.variant)
+        _emit(runtime, event="generated", iteration=iteration, generator=generator.name,
+              has_code=candidate.source is not None, tokens=u.input_tokens + u.output_tokens)
+        update: dict[str, Any] = {"pending": pending, "usage": usage, "generator": generator.name,
+                                  "exhausted": candidate.exhausted}
+        if note:
+            log.warning("%s", note)
+            update["notes"] = [note]
+        return update
+
+    # -- evaluate -------------------------------------------------------------------------------
+    def evaluate(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
+        """Run the evaluator on the pending candidate (an identical earlier candidate reuses its verdict)."""
+        pending = state["pending"]
+        if pending is None:
+            raise RuntimeError("evaluate ran without a pending candidate (graph wiring error)")
+        if pending["source"] is None:
+            rec = _record(pending, None, feedback=pending["note"] or "no code")
+        else:
+            rec = self._evaluate_source(state, pending, self._settings(runtime))
+        _emit(runtime, event="evaluated", iteration=rec["iteration"], generator=rec["generator"],
+              status=rec["status"], message=rec["message"], speedup=rec["speedup"],
+              reward=rec["reward"], reward_basis=rec["reward_basis"])
+        return _with_best({"attempts": [rec], "pending": None}, rec)
+
+    def _evaluate_source(self, state: KernelState, pending: PendingCandidate, settings: Settings) -> AttemptRecord:
+        source = pending["source"] or ""
+        twin = next((a for a in state.get("attempts", []) if a["source"] and a["source"].strip() == source.strip()
+                     and a["result"] is not None), None)
+        if twin is not None:
+            result = EvalResult.from_dict(twin["result"])
+            rec = _record(pending, result, feedback=f"identical to iteration {twin['iteration']}: "
+                                                    f"{result.feedback()}")
+            rec["duplicate_of"] = twin["iteration"]
+            return rec
+        result = self.deps.evaluate_fn()(
+            problem_from_spec(state["problem"]), source, device=state.get("device", "cpu"), trials=settings.trials,
+            tolerance=settings.tolerance, timeout_s=settings.eval_timeout_s, scale=settings.scale)
+        return _record(pending, result, feedback=result.feedback())
+
+    # -- profile --------------------------------------------------------------------------------
+    def profile(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
+        """Profile a correct attempt (on a GPU); explain a failed one. Either way, enrich its feedback."""
+        rec = dict(state["attempts"][-1])
+        if rec["reward"] > 0:
+            findings = self._profile(state, rec)
+            if findings:
+                rec["profile"] = findings
+                rec["feedback"] = f"{rec['feedback']}\n\nprofiler:\n{findings}"
+        else:
+            rec["feedback"] = f"{rec['feedback']}\n\nhint: {explain_failure(rec)}"  # type: ignore[arg-type]
+        _emit(runtime, event="profiled", iteration=rec["iteration"], profiled=bool(rec.get("profile")))
+        return _with_best({"attempts": [rec]}, rec)  # type: ignore[arg-type]
+
+    def _profile(self, state: KernelState, rec: dict[str, Any]) -> str | None:
+        profiler = self.deps.profiler_fn()
+        if profiler is None:
+            return None
+        if state.get("device") != "cuda":
+            return None  # the profiler times kernels: nothing to learn on the interpreter
+        return profiler(problem_from_spec(state["problem"]), rec["source"], device="cuda")
+
+    # -- decide / remember ----------------------------------------------------------------------
+    def decide(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
+        decision = routing.decide(state, self._settings(runtime))
+        _emit(runtime, event="decided", action=decision["action"], reason=decision["reason"])
+        return {"decision": decision}
+
+    def remember(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
+        """Store every verified kernel of this run in the kernel memory (and the LangGraph store, if any)."""
+        verified = [a for a in state.get("attempts", []) if a["reward"] > 0 and a.get("duplicate_of") is None]
+        store = self.deps.store(self._settings(runtime))
+        problem = problem_from_spec(state["problem"])
+        ids: list[str] = []
+        for a in verified:
+            if store is not None:
+                rid = store.remember(problem, a["source"] or "", EvalResult.from_dict(a["result"] or {}),
+                                     iteration=a["iteration"], generator=a["generator"])
+                if rid:
+                    ids.append(rid)
+            if runtime.store is not None:
+                key = hashlib.sha256((a["source"] or "").encode()).hexdigest()[:16]
+                runtime.store.put((*STORE_NAMESPACE, problem.name), key,
+                                  {"source": a["source"], "status": a["status"], "reward": a["reward"],
+                                   "speedup": a["speedup"], "iteration": a["iteration"]})
+        _emit(runtime, event="remembered", count=len(verified))
+        return {"remembered": ids}
+
+
+def _record(pending: PendingCandidate, result: EvalResult | None, *, feedback: str) -> AttemptRecord:
+    reward = reward_for(result)
+    return AttemptRecord(
+        iteration=pending["iteration"], generator=pending["generator"], source=pending["source"],
+        status=result.status.value if result else NO_CODE,
+        message=result.message if result else (pending["note"] or "the generator produced no code"),
+        result=result.to_dict() if result else None, feedback=feedback, reward=reward.value,
+        reward_basis=reward.basis, speedup=reward.speedup, note=pending["note"], variant=pending.get("variant"))
+
+
+def _with_best(update: dict[str, Any], rec: AttemptRecord) -> dict[str, Any]:
+    """Offer ``rec`` as the best only when verified: a channel's first write bypasses its reducer."""
+    if rec["reward"] > 0:
+        update["best"] = rec
+    return update
+
+
+def _to_attempt(rec: AttemptRecord) -> Attempt:
+    result = EvalResult.from_dict(rec["result"]) if rec["result"] else None
+    return Attempt(iteration=rec["iteration"], source=rec["source"], result=result, feedback=rec["feedback"],
+                   reward=rec["reward"], generator=rec["generator"], variant=rec.get("variant"))
+
+
+def _emit(runtime: Runtime[Any], **event: Any) -> None:
+    runtime.stream_writer(event)
+
+
+def _cuda_name() -> str | None:
+    import torch
+
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else None

@@ -1,0 +1,187 @@
+"""``optimize``: one call from a PyTorch reference to the best verified Triton kernel."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from tritonsmith.config import GeneratorChoice, KernelContext, Settings
+from tritonsmith.graphs.builder import compile_kernel_graph
+from tritonsmith.graphs.nodes import spec_from_problem
+from tritonsmith.graphs.state import AttemptRecord, KernelState
+from tritonsmith.tools._results import EvalResult
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.tools import BaseTool
+    from langgraph.types import Checkpointer
+
+    from tritonsmith.agents.base import Generator
+    from tritonsmith.problem import Problem
+
+__all__ = ["AttemptSummary", "OptimizeResult", "ProgressEvent", "optimize"]
+
+log = logging.getLogger(__name__)
+
+ProgressEvent = dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttemptSummary:
+    iteration: int
+    generator: str
+    status: str
+    message: str
+    reward: float
+    reward_basis: str
+    speedup: float | None
+    source: str | None
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimizeResult:
+    """The outcome of one run. ``status`` is ``verified`` (a correct kernel exists) or ``gave_up``.
+
+    ``best_reward``'s basis says whether it comes from a GPU timing vs torch.compile or is the
+    "correct, speed unmeasured" value of the CPU interpreter.
+    """
+
+    problem: str
+    status: Literal["verified", "gave_up"]
+    reason: str
+    device: str
+    generator: str
+    best_source: str | None
+    best_result: EvalResult | None
+    best_reward: float | None
+    best_iteration: int | None
+    attempts: tuple[AttemptSummary, ...]
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    notes: tuple[str, ...] = ()
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "verified"
+
+    @property
+    def rewards(self) -> tuple[float, ...]:
+        return tuple(a.reward for a in self.attempts)
+
+    @property
+    def speedup_vs_compile(self) -> float | None:
+        return self.best_result.speedup_vs_compile if self.best_result else None
+
+    @classmethod
+    def from_state(cls, state: KernelState, settings: Settings) -> OptimizeResult:
+        best: AttemptRecord | None = state.get("best")
+        decision = state.get("decision") or {"action": "give_up", "reason": "the run did not finish"}
+        usage = state.get("usage") or {}
+        problem = state["problem"]
+        return cls(
+            problem=problem["name"] if isinstance(problem, dict) else str(problem),
+            status="verified" if best is not None else "gave_up", reason=decision["reason"],
+            device=state.get("device", settings.device), generator=state.get("generator", "user"),
+            best_source=best["source"] if best else None,
+            best_result=EvalResult.from_dict(best["result"]) if best and best["result"] else None,
+            best_reward=best["reward"] if best else None, best_iteration=best["iteration"] if best else None,
+            attempts=tuple(AttemptSummary(iteration=a["iteration"], generator=a["generator"], status=a["status"],
+                                          message=a["message"], reward=a["reward"], reward_basis=a["reward_basis"],
+                                          speedup=a["speedup"], source=a["source"], note=a["note"])
+                           for a in state.get("attempts", [])),
+            input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
+            cost_usd=usage.get("cost_usd"), notes=tuple(state.get("notes", [])), settings=settings.public_dict())
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["best_result"] = self.best_result.to_dict() if self.best_result else None
+        data["ok"] = self.ok
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_markdown(self) -> str:
+        from tritonsmith.graphs._report import markdown_report
+
+        return markdown_report(self)
+
+
+def optimize(
+    problem: Problem | str | Path,
+    *,
+    model: BaseChatModel | str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    iterations: int | None = None,
+    device: str | None = None,
+    start_from: str | Path | None = None,
+    generator: Generator | GeneratorChoice | None = None,
+    memory: Any = None,
+    tools: Sequence[BaseTool] | Literal["default"] = "default",
+    context: KernelContext | None = None,
+    on_event: Callable[[ProgressEvent], None] | None = None,
+    checkpointer: Checkpointer = None,
+    thread_id: str | None = None,
+    **settings: Any,
+) -> OptimizeResult:
+    """Optimise ``problem`` (a KernelBench file, its source, or a :class:`Problem`) and return the best kernel.
+
+    Without a model (no key, no base URL) the built-in generator is used and the result's notes say so.
+    ``start_from`` is a kernel (file or source) to debug or speed up. ``on_event`` receives the progress
+    events (``analyzed``, ``generated``, ``evaluated`` with status/speedup/reward, ``decided``...). Extra
+    keywords are settings (``trials``, ``tolerance``, ``scale``, ``target_speedup``... see :class:`Settings`).
+    """
+    unknown = set(settings) - set(KernelContext.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"unknown settings: {', '.join(sorted(unknown))}")
+    layer = {**_non_none(context), **settings, "base_url": base_url, "api_key": api_key,
+             "iterations": iterations, "device": device}
+    gen_obj = None if generator is None or isinstance(generator, str) else generator
+    if isinstance(generator, str):
+        layer["generator"] = generator
+    if isinstance(model, str):
+        layer["model"], model = model, None
+    layer = {k: v for k, v in layer.items() if v is not None}
+    resolved = Settings.resolve(layer)
+    graph = compile_kernel_graph(generator=gen_obj, model=model, memory=memory, tools=tools,
+                                 context=KernelContext(**layer), checkpointer=checkpointer)
+    state_in: dict[str, Any] = {"problem": spec_from_problem(problem)}
+    if start_from is not None:
+        state_in["start_from"] = _read_kernel(start_from)
+    config: dict[str, Any] = {"recursion_limit": 20 + 8 * (resolved.iterations + 1)}
+    if checkpointer is not None:
+        config["configurable"] = {"thread_id": thread_id or uuid.uuid4().hex}
+    final: dict[str, Any] = {}
+    for mode, payload in graph.stream(state_in, config=config, stream_mode=["custom", "values"]):
+        if mode == "values":
+            final = payload
+        elif on_event is not None:
+            on_event(payload)
+    result = OptimizeResult.from_state(final, resolved)  # type: ignore[arg-type]
+    for note in result.notes:
+        log.info("%s", note)
+    return result
+
+
+def _read_kernel(value: str | Path) -> str:
+    if isinstance(value, Path) or ("\n" not in value and value.endswith(".py")):
+        path = Path(value)
+        if not path.is_file():
+            raise FileNotFoundError(f"kernel to start from not found: {path}")
+        return path.read_text()
+    return value
+
+
+def _non_none(context: KernelContext | None) -> dict[str, Any]:
+    if context is None:
+        return {}
+    return {k: v for k, v in asdict(context).items() if v is not None}

@@ -1,0 +1,149 @@
+"""The graph's state: plain JSON-able TypedDicts, so any checkpointer (and LangGraph Studio) can hold it.
+
+Every evaluated attempt stays in ``attempts`` (code, evaluator result, feedback, reward); ``best`` is the
+best *verified* attempt so far and is never lost: its reducer only ever replaces it with a better one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+__all__ = [
+    "AttemptRecord",
+    "Decision",
+    "KernelInput",
+    "KernelState",
+    "PendingCandidate",
+    "ProblemSpec",
+    "Usage",
+    "add_usage",
+    "keep_best",
+    "merge_attempts",
+    "merge_notes",
+]
+
+NO_CODE = "no_code"  # the attempt's status when the generator produced no code
+
+
+class ProblemSpec(TypedDict):
+    """A problem, JSON-able: its KernelBench source plus where it came from."""
+
+    source: str
+    name: str
+    level: NotRequired[int | None]
+    path: NotRequired[str | None]
+    weights_path: NotRequired[str | None]
+
+
+class PendingCandidate(TypedDict):
+    """What ``generate`` hands to ``evaluate``."""
+
+    iteration: int
+    source: str | None
+    generator: str
+    note: str
+    variant: NotRequired[str | None]
+
+
+class AttemptRecord(TypedDict):
+    """One evaluated attempt. ``status`` is an EvalStatus value or ``"no_code"``."""
+
+    iteration: int
+    generator: str
+    source: str | None
+    status: str
+    message: str
+    result: dict[str, Any] | None
+    feedback: str
+    reward: float
+    reward_basis: str
+    speedup: float | None
+    note: str
+    profile: NotRequired[str]
+    variant: NotRequired[str | None]
+    duplicate_of: NotRequired[int | None]
+
+
+class Usage(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    calls: int
+
+
+class Decision(TypedDict):
+    action: Literal["refine", "finish", "give_up"]
+    reason: str
+
+
+def merge_attempts(old: list[AttemptRecord] | None, new: list[AttemptRecord] | AttemptRecord | None) -> list[AttemptRecord]:
+    """Append new attempts; an attempt with an iteration already present replaces it (e.g. profiled)."""
+    out = list(old or [])
+    items = [new] if isinstance(new, dict) else list(new or [])
+    for rec in items:
+        idx = next((i for i, r in enumerate(out) if r["iteration"] == rec["iteration"]), None)
+        if idx is None:
+            out.append(rec)
+        else:
+            out[idx] = rec
+    return out
+
+
+def _rank(rec: AttemptRecord) -> tuple[float, int]:
+    return (rec["reward"], -rec["iteration"])
+
+
+def keep_best(old: AttemptRecord | None, new: AttemptRecord | None) -> AttemptRecord | None:
+    """The better verified attempt (higher reward; on a tie the earlier one). Failures never replace it."""
+    if new is None or new["reward"] <= 0.0:
+        return old
+    if old is None or old["iteration"] == new["iteration"] or _rank(new) > _rank(old):
+        return new
+    return old
+
+
+def add_usage(old: Usage | None, new: Usage | None) -> Usage:
+    """Sum token counts and cost (cost stays None until some call was priced)."""
+    a = old or Usage(input_tokens=0, output_tokens=0, cost_usd=None, calls=0)
+    if not new:
+        return a
+    costs = [c for c in (a.get("cost_usd"), new.get("cost_usd")) if c is not None]
+    return Usage(input_tokens=a["input_tokens"] + new.get("input_tokens", 0),
+                 output_tokens=a["output_tokens"] + new.get("output_tokens", 0),
+                 cost_usd=sum(costs) if costs else None, calls=a.get("calls", 0) + new.get("calls", 0))
+
+
+def merge_notes(old: list[str] | None, new: list[str] | str | None) -> list[str]:
+    """Append notes once each (a resumed node may say the same thing again)."""
+    out = list(old or [])
+    for note in [new] if isinstance(new, str) else list(new or []):
+        if note not in out:
+            out.append(note)
+    return out
+
+
+class KernelInput(TypedDict):
+    """What a run starts from: a problem (path, KernelBench source or ProblemSpec) and maybe a kernel."""
+
+    problem: ProblemSpec | str
+    start_from: NotRequired[str | None]
+
+
+class KernelState(TypedDict, total=False):
+    """The whole state of one optimisation run."""
+
+    problem: ProblemSpec | str
+    start_from: str | None
+    analysis: str
+    facts: dict[str, Any]
+    examples: list[str]
+    pending: PendingCandidate | None
+    exhausted: bool
+    attempts: Annotated[list[AttemptRecord], merge_attempts]
+    best: Annotated[AttemptRecord | None, keep_best]
+    usage: Annotated[Usage, add_usage]
+    notes: Annotated[list[str], merge_notes]
+    generator: str
+    device: str
+    decision: Decision
+    remembered: list[str]

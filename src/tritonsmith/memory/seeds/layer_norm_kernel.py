@@ -1,0 +1,45 @@
+"""Triton: LayerNorm over the last dimension, one program per row."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride, eps, BLOCK: tl.constexpr):
+    """y = (x - mean) / sqrt(var + eps) * w + b, mean and (biased) var over the row."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
+    mean = tl.sum(x, axis=0) / n_cols
+    diff = tl.where(mask, x - mean, 0.0)
+    var = tl.sum(diff * diff, axis=0) / n_cols
+    rstd = 1.0 / tl.sqrt(var + eps)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + row * stride + cols, (diff * rstd * w + b).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float) -> torch.Tensor:
+    shape = x.shape
+    x2 = x.reshape(-1, shape[-1]).contiguous()
+    if weight.numel() != x2.shape[1]:
+        raise ValueError(f"weight has {weight.numel()} features, input {x2.shape[1]}")
+    y = torch.empty_like(x2)
+    block = triton.next_power_of_2(x2.shape[1])
+    _layer_norm_kernel[(x2.shape[0],)](x2, weight.contiguous(), bias.contiguous(), y, x2.shape[1], x2.stride(0),
+                                       float(eps), BLOCK=block, num_warps=8 if block >= 2048 else 4)
+    return y.reshape(shape)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(features)
+        with torch.no_grad():
+            self.norm.weight.uniform_(0.5, 1.5)
+            self.norm.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return layer_norm(x, self.norm.weight, self.norm.bias, self.norm.eps)

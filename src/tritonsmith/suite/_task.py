@@ -1,0 +1,172 @@
+"""One unit of suite work (optimize a problem, or score a given kernel) and how a worker executes it.
+
+Tasks cross process boundaries as JSON, so the optimize function travels as an import reference
+(``"package.module:function"``); ``None`` means tritonsmith's own :func:`tritonsmith.graphs.optimize`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from tritonsmith.problem import Problem, ProblemError
+from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, ProblemRecord, write_atomic
+from tritonsmith.tools._results import EvalResult
+
+log = logging.getLogger(__name__)
+
+OPTIMIZE = "optimize"
+EVAL = "eval"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimizeOutcome:
+    """What the runner needs from one optimize call: the best candidate and what it cost."""
+
+    best_source: str | None
+    best_result: EvalResult | None
+    iterations: int
+    generator: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    failure_status: str | None = None
+    failure_message: str = ""
+
+
+class OptimizeFn(Protocol):
+    """The optimize loop as the runner calls it (``tritonsmith.graphs.optimize`` fits it).
+
+    ``generator`` is a name (``"builtin"``, ``"llm"``, ``"auto"``) or None for the loop's default;
+    ``settings`` are evaluator settings (``trials``, ``tolerance``, ``eval_timeout_s``, ``use_memory``).
+    It may return an :class:`OptimizeOutcome` or tritonsmith's ``OptimizeResult``.
+    """
+
+    def __call__(self, problem: Problem, *, generator: str | None, iterations: int, device: str,
+                 **settings: Any) -> Any: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteTask:
+    key: str
+    problem_path: str
+    level: int | None
+    mode: str
+    device: str
+    run_dir: str
+    candidate_path: str | None = None
+    generator: str | None = None
+    iterations: int = 3
+    optimize_fn: str | None = None
+    trials: int = 5
+    tolerance: str = "kernelbench"
+    scale: bool = False
+    timeout_s: float | None = None
+    use_memory: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SuiteTask:
+        return cls(**data)
+
+
+def execute_task(task: SuiteTask) -> ProblemRecord:
+    """Run one task in this process. Verdicts become records; a bug of ours becomes an ``error`` record."""
+    base = {"key": task.key, "level": task.level, "mode": task.mode, "device": task.device}
+    try:
+        problem = Problem.from_file(task.problem_path)
+    except ProblemError as exc:
+        return ProblemRecord(problem=Path(task.problem_path).stem, status=INVALID_PROBLEM, message=str(exc), **base)
+    start = time.perf_counter()
+    try:
+        if task.mode == EVAL:
+            record = _score(task, problem, base)
+        else:
+            record = _optimize(task, problem, base)
+    except ProblemError as exc:
+        return ProblemRecord(problem=problem.name, status=INVALID_PROBLEM, message=str(exc), **base)
+    except Exception as exc:  # the process boundary: log it, keep the traceback, retry it on resume
+        log.exception("suite task %s failed inside the runner", task.key)
+        return ProblemRecord(problem=problem.name, status=ERROR, message=f"{type(exc).__name__}: {exc}",
+                             error=traceback.format_exc(limit=12), work_s=time.perf_counter() - start, **base)
+    return _with_work(record, time.perf_counter() - start)
+
+
+def _with_work(record: ProblemRecord, work_s: float) -> ProblemRecord:
+    return replace(record, work_s=work_s)
+
+
+def _score(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> ProblemRecord:
+    if task.candidate_path is None:
+        return ProblemRecord(problem=problem.name, status=NO_CANDIDATE, message="no candidate kernel for this problem",
+                             **base)
+    from tritonsmith.tools.evaluate import evaluate
+
+    result = evaluate(problem, Path(task.candidate_path), device=task.device,  # type: ignore[arg-type]
+                      trials=task.trials, tolerance=task.tolerance, scale=task.scale, timeout_s=task.timeout_s)
+    return ProblemRecord(problem=problem.name, status=result.status.value, message=result.message, result=result,
+                         iterations=1, candidate_file=task.candidate_path, **base)
+
+
+def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> ProblemRecord:
+    fn = resolve_optimize_fn(task.optimize_fn)
+    if task.scale:
+        problem = problem.scaled()
+        base = {**base, "scaling_note": problem.scaling_note}
+    settings: dict[str, Any] = {"trials": task.trials, "tolerance": task.tolerance, "use_memory": task.use_memory}
+    if task.timeout_s is not None:
+        settings["eval_timeout_s"] = task.timeout_s
+    raw = fn(problem, generator=generator_choice(task.generator), iterations=task.iterations, device=task.device,
+             **settings)
+    out = to_outcome(raw)
+    candidate_file = None
+    if out.best_source is not None:
+        candidate_file = f"kernels/{task.key}.py"
+        write_atomic(Path(task.run_dir) / candidate_file, out.best_source)
+    if out.best_result is None:
+        status = out.failure_status or NO_CANDIDATE
+        message = out.failure_message or f"{out.generator} produced no candidate in {out.iterations} iterations"
+    else:
+        status, message = out.best_result.status.value, out.best_result.message
+    return ProblemRecord(problem=problem.name, status=status, message=message, result=out.best_result,
+                         iterations=out.iterations, generator=out.generator, input_tokens=out.input_tokens,
+                         output_tokens=out.output_tokens, cost_usd=out.cost_usd, candidate_file=candidate_file, **base)
+
+
+def resolve_optimize_fn(ref: str | None) -> Callable[..., Any]:
+    """``"module:attr"`` -> that callable; ``None`` -> :func:`tritonsmith.graphs.optimize`."""
+    if ref is None:
+        from tritonsmith.graphs import optimize
+
+        return optimize
+    module_name, _, attr = ref.partition(":")
+    if not attr:
+        raise ValueError(f"optimize function reference must look like 'package.module:function', not {ref!r}")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"{ref} is not callable")
+    return obj
+
+
+def generator_choice(name: str | None) -> str | None:
+    """The generator named on the command line; ``None``/``"default"`` lets the optimize loop choose."""
+    return None if name in (None, "default") else name
+
+
+def to_outcome(raw: Any) -> OptimizeOutcome:
+    """Accept an :class:`OptimizeOutcome` or tritonsmith's ``OptimizeResult``."""
+    if isinstance(raw, OptimizeOutcome):
+        return raw
+    from tritonsmith.suite._adapt import outcome_from_optimize_result
+
+    return outcome_from_optimize_result(raw)

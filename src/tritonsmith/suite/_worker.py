@@ -1,0 +1,58 @@
+"""A suite worker process: reads tasks (JSON lines) on stdin, answers records (JSON lines) on its own pipe.
+
+The coordinator starts one per slot with the slot's environment (``CUDA_VISIBLE_DEVICES`` naming one
+GPU, thread counts, the GPU lock). Anything the optimize loop or a library prints goes to stderr (the
+worker's log), never into the protocol.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import signal
+import sys
+from typing import NoReturn
+
+from tritonsmith.suite._task import SuiteTask, execute_task
+from tritonsmith.suite.pool import install_gpu_lock
+
+_PR_SET_PDEATHSIG = 1
+
+
+def main() -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints (even from C code) go to the log, not into the protocol
+    _die_with_parent()
+    signal.signal(signal.SIGTERM, _exit_on_term)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    install_gpu_lock()
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        task = SuiteTask.from_dict(json.loads(line))
+        record = execute_task(task)
+        protocol.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
+
+
+def _exit_on_term(signum: int, frame: object) -> NoReturn:
+    # SystemExit unwinds through the evaluator, which then kills its sandboxed candidate process.
+    raise SystemExit(128 + signum)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to send SIGTERM when the coordinator dies, even by SIGKILL (no orphaned GPU work)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The refinement loop end to end with a scripted tool-calling model and the real evaluator (CPU interpreter)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from tritonsmith.agents.llm import LLMConfigurationError
+from tritonsmith.graphs import compile_kernel_graph, optimize
+from tritonsmith.graphs.testing import ScriptedChatModel, call_tool, reply, submit
+from tritonsmith.memory import InMemoryKernelMemory, record_from_eval
+from tritonsmith.problem import Problem
+from tritonsmith.tools.evaluate import evaluate
+
+RUN = {"device": "cpu", "trials": 1, "memory": False}
+
+
+def _last_human(model: ScriptedChatModel, call: int) -> str:
+    return [m for m in model.seen[call] if isinstance(m, HumanMessage)][-1].content  # type: ignore[return-value]
+
+
+def test_success_on_first_try_records_tokens_and_streams_events(softmax_reference, softmax_candidate):
+    model = ScriptedChatModel(script=[submit(softmax_candidate, notes="one row per program")])
+    events: list[dict[str, Any]] = []
+    result = optimize(softmax_reference, model=model, on_event=events.append, **RUN)
+    assert result.ok and result.status == "verified"
+    assert result.best_source == softmax_candidate.strip("\n") + "\n"
+    assert result.best_result is not None and result.best_result.ok
+    assert result.rewards == (0.5,) and result.attempts[0].reward_basis == "unmeasured"
+    assert result.generator == "llm" and model.remaining == 0
+    assert result.input_tokens == 100 and result.output_tokens > 100 and result.cost_usd is None
+    assert [e["event"] for e in events] == ["analyzed", "generated", "evaluated", "profiled", "decided",
+                                            "remembered"]  # no memory: retrieve stays silent
+    evaluated = [e for e in events if e["event"] == "evaluated"]
+    assert evaluated == [{"event": "evaluated", "iteration": 1, "generator": "llm", "status": "correct",
+                          "message": "correct on 1 trials", "speedup": None, "reward": 0.5,
+                          "reward_basis": "unmeasured"}]
+    assert any("reward 0.5" in n for n in result.notes)
+    # the first prompt carries the problem, its analysis and the interpreter's facts
+    first = _last_human(model, 0)
+    assert "torch.softmax(x, dim=1)" in first and "memory-bound" in first and "interpreter" in first
+
+
+def test_wrong_kernel_is_fixed_on_refinement(softmax_reference, softmax_candidate, wrong_candidate):
+    model = ScriptedChatModel(script=[submit(wrong_candidate), reply(f"Fixed:\n```python\n{softmax_candidate}```")])
+    result = optimize(softmax_reference, model=model, input_cost_per_mtok=2.0, output_cost_per_mtok=8.0, **RUN)
+    assert [a.status for a in result.attempts] == ["wrong_output", "correct"]
+    assert result.rewards == (0.0, 0.5) and result.best_iteration == 2
+    second = _last_human(model, 1)
+    assert "Your previous attempt (iteration 1, wrong_output)" in second
+    assert "first bad index" in second and "hint:" in second and "(tl.sum(num, axis=0) + 1.0)" in second
+    expected = (result.input_tokens * 2.0 + result.output_tokens * 8.0) / 1e6
+    assert result.cost_usd == pytest.approx(expected)
+
+
+def test_compile_error_is_fed_back(softmax_reference, softmax_candidate, syntax_error_candidate):
+    model = ScriptedChatModel(script=[submit(syntax_error_candidate), submit(softmax_candidate)])
+    result = optimize(softmax_reference, model=model, **RUN)
+    assert [a.status for a in result.attempts] == ["compile_error", "correct"]
+    second = _last_human(model, 1)
+    assert "compile_error" in second and "SyntaxError" in second and "did not compile" in second
+
+
+def test_model_that_never_submits_code_gives_up_with_the_reason(softmax_reference):
+    chatter = [reply("Softmax is a classic memory-bound op; I would use one program per row.")] * 9
+    model = ScriptedChatModel(script=chatter)
+    result = optimize(softmax_reference, model=model, iterations=3, **RUN)
+    assert result.status == "gave_up" and result.best_source is None
+    assert [a.status for a in result.attempts] == ["no_code"] * 3 and result.rewards == (0.0, 0.0, 0.0)
+    assert "iteration limit reached (3/3) without a verified kernel" in result.reason
+    assert "gave no code in 3 answers" in result.attempts[0].message
+    # within one candidate, the answer without code was fed back as such
+    assert "Your answer contained no code" in _last_human(model, 1)
+    # and across iterations the next prompt says the previous answer had none
+    assert "No code was submitted" in _last_human(model, 3)
+
+
+def test_tool_calls_to_kernel_search_reach_the_memory(softmax_reference, softmax_candidate):
+    memory = InMemoryKernelMemory()
+    other = Problem.from_source(softmax_reference.read_text().replace("batch_size = 129", "batch_size = 77"),
+                                name="softmax_77")
+    memory.add(record_from_eval(other, softmax_candidate, evaluate(other, softmax_candidate, device="cpu", trials=1)))
+    model = ScriptedChatModel(script=[call_tool("kernel_search", query="row-wise softmax", k=1),
+                                      submit(softmax_candidate)])
+    result = optimize(softmax_reference, model=model, device="cpu", trials=1, memory=memory)
+    assert result.ok
+    assert "kernel_search" in model.bound_tools[0] and "submit_kernel" in model.bound_tools[0]
+    tool_reply = [m for m in model.seen[1] if isinstance(m, ToolMessage)][-1]
+    assert "softmax_77" in tool_reply.content and "_softmax_kernel" in tool_reply.content
+    assert "Verified kernels for similar problems" in _last_human(model, 0)  # retrieve node
+    assert memory.count() == 2  # remember stored the new verified kernel
+
+
+def test_iteration_limit_stops_the_loop(softmax_reference, wrong_candidate, counting_evaluator):
+    model = ScriptedChatModel(script=[submit(wrong_candidate)] * 2)
+    graph = compile_kernel_graph(model=model, memory=False, evaluator=counting_evaluator)
+    final = graph.invoke({"problem": str(softmax_reference)},
+                         context={"device": "cpu", "trials": 1, "iterations": 2})
+    assert [a["status"] for a in final["attempts"]] == ["wrong_output", "wrong_output"]
+    assert final["attempts"][1]["duplicate_of"] == 1  # an identical candidate is not evaluated twice
+    assert len(counting_evaluator.sources) == 1
+    assert final["decision"]["action"] == "give_up" and "(2/2)" in final["decision"]["reason"]
+    assert "best" not in final or final["best"] is None
+
+
+def test_no_model_configured_uses_the_builtin_generator_and_says_so(softmax_reference):
+    result = optimize(softmax_reference, **RUN)
+    assert result.generator == "builtin"
+    assert any("no model configured" in n and "built-in generator" in n for n in result.notes)
+    assert result.ok, result.attempts[-1].message
+
+
+def test_llm_without_key_is_a_clear_error_not_a_silent_switch(softmax_reference):
+    with pytest.raises(LLMConfigurationError, match="OPENAI_API_KEY"):
+        optimize(softmax_reference, generator="llm", **RUN)
+
+
+def test_start_from_a_users_wrong_kernel(softmax_reference, softmax_candidate, wrong_candidate, tmp_path):
+    kernel = tmp_path / "mine.py"
+    kernel.write_text(wrong_candidate)
+    model = ScriptedChatModel(script=[submit(softmax_candidate)])
+    result = optimize(softmax_reference, model=model, start_from=kernel, iterations=1, **RUN)
+    assert [(a.iteration, a.generator, a.status) for a in result.attempts] == [
+        (0, "user", "wrong_output"), (1, "llm", "correct")]
+    prompt = _last_human(model, 0)
+    assert "The user's kernel (iteration 0, wrong_output)" in prompt and "first bad index" in prompt

@@ -1,0 +1,110 @@
+"""Worker planning (CUDA_VISIBLE_DEVICES splits, without GPUs) and the local pool's processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tritonsmith.suite.pool import GPU_LOCK_ENV, LocalPool, plan_slots, visible_gpus
+from tritonsmith.suite.runner import discover_problems, run_suite
+
+
+def test_visible_gpus_follows_cuda_visible_devices() -> None:
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2, 5,7"}) == ["2", "5", "7"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "GPU-ab12,GPU-cd34"}) == ["GPU-ab12", "GPU-cd34"]
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == []
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "1,-1,3"}) == ["1"]
+    assert visible_gpus({}, device_count=3) == ["0", "1", "2"]
+
+
+def test_one_worker_per_gpu_each_seeing_only_its_gpu() -> None:
+    slots = plan_slots("cuda", gpus=["4", "6", "7"], cpu_count=12)
+    assert [(s.name, s.env["CUDA_VISIBLE_DEVICES"]) for s in slots] == [("gpu4", "4"), ("gpu6", "6"), ("gpu7", "7")]
+    assert all(s.env["OMP_NUM_THREADS"] == "4" and GPU_LOCK_ENV not in s.env for s in slots)
+    assert [s.gpu for s in plan_slots("cuda", gpus=["4", "6", "7"], workers=2)] == ["4", "6"]
+    with pytest.raises(ValueError, match="no GPU is visible"):
+        plan_slots("cuda", gpus=[])
+
+
+def test_shared_gpu_slots_get_one_lock_per_gpu(tmp_path: Path) -> None:
+    slots = plan_slots("cuda", gpus=["0", "1"], slots_per_gpu=2, lock_dir=tmp_path, cpu_count=7)
+    assert [s.name for s in slots] == ["gpu0.0", "gpu0.1", "gpu1.0", "gpu1.1"]
+    locks = [s.env[GPU_LOCK_ENV] for s in slots]
+    assert locks[0] == locks[1] != locks[2] == locks[3]
+    assert all(s.env["OMP_NUM_THREADS"] == "1" for s in slots)
+
+
+def test_cpu_workers_share_the_cores() -> None:
+    slots = plan_slots("cpu", workers=3, cpu_count=7)
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in slots] == ["", "", ""]
+    assert slots[0].env["OMP_NUM_THREADS"] == "2"
+    assert len(plan_slots("cpu", cpu_count=5)) == 5
+
+
+def _calls(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_gpu_split_reaches_the_worker_processes(tmp_path: Path, suite_dir: Path, fakes_on_path: None,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two fake GPUs: every problem runs in a process that sees exactly one of them, each process always the same."""
+    calls = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SUITE_FAKE_CALLS", str(calls))
+    monkeypatch.setenv("SUITE_FAKE_DELAY", "0.2")
+    pool = LocalPool(plan_slots("cuda", gpus=["3", "5"]), log_dir=tmp_path / "logs")
+    run = run_suite(discover_problems([suite_dir]), tmp_path / "run", device="cpu", pool=pool,
+                    optimize_fn="suite_fakes:fake_optimize", generator="default")
+    seen = _calls(calls)
+    assert len(seen) == 4 and {c["cuda"] for c in seen} == {"3", "5"}
+    by_pid: dict[int, set[str]] = {}
+    for c in seen:
+        by_pid.setdefault(c["pid"], set()).add(c["cuda"])
+    assert all(len(v) == 1 for v in by_pid.values())
+    assert {r.worker for r in run.records} == {"gpu3", "gpu5"}
+
+
+def test_evaluations_on_a_shared_gpu_never_overlap(tmp_path: Path, suite_dir: Path, fakes_on_path: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SUITE_FAKE_CALLS", str(calls))
+    slots = plan_slots("cuda", gpus=["0"], slots_per_gpu=2, lock_dir=tmp_path)
+    run_suite(discover_problems([suite_dir]), tmp_path / "run", device="cpu",
+              pool=LocalPool(slots, log_dir=tmp_path / "logs"), optimize_fn="suite_fakes:shared_gpu_optimize",
+              generator="default")
+    held = sorted((c["start"], c["end"]) for c in _calls(calls) if "start" in c)
+    assert len(held) == 4
+    assert all(prev_end <= start for (_, prev_end), (start, _) in zip(held, held[1:]))
+    assert len({c["pid"] for c in _calls(calls)}) == 2
+
+
+def test_a_dead_worker_or_a_bug_costs_only_its_problem(tmp_path: Path, fakes_on_path: None) -> None:
+    from suite_problems import write_problem
+
+    root = tmp_path / "p"
+    for name in ("1_ok", "2_crash", "3_bug", "4_ok"):
+        write_problem(root / "level1" / f"{name}.py", rows=3, cols=5)
+    run = run_suite(discover_problems([root]), tmp_path / "run", device="cpu", workers=1,
+                    optimize_fn="suite_fakes:crashing_optimize", generator="default")
+    status = {r.key: r for r in run.records}
+    assert [status[f"level1/{k}"].status for k in ("1_ok", "2_crash", "3_bug", "4_ok")] == \
+        ["correct", "error", "error", "correct"]
+    assert "exit code 3" in status["level1/2_crash"].message
+    assert "a bug in the optimize loop" in (status["level1/3_bug"].error or "")
+
+
+def test_install_gpu_lock_wraps_evaluate_and_profile_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import tritonsmith.tools.evaluate as evaluate_module
+    import tritonsmith.tools.profile as profile_module
+    from tritonsmith.suite.pool import install_gpu_lock
+
+    monkeypatch.setattr(evaluate_module, "evaluate", evaluate_module.evaluate)  # restored after the test
+    monkeypatch.setattr(profile_module, "profile_kernel", profile_module.profile_kernel)
+    monkeypatch.delenv(GPU_LOCK_ENV, raising=False)
+    assert install_gpu_lock() is False and not hasattr(evaluate_module.evaluate, "_gpu_locked")
+    monkeypatch.setenv(GPU_LOCK_ENV, str(tmp_path / "gpu.lock"))
+    original = evaluate_module.evaluate
+    assert install_gpu_lock() and install_gpu_lock()
+    assert evaluate_module.evaluate.__wrapped__ is original
+    assert getattr(profile_module.profile_kernel, "_gpu_locked", False)

@@ -1,0 +1,34 @@
+"""Cheat: compute once, then return (a copy of) the cached first result whatever the input.
+Problem: softmax. Expected: rejected, rule outputs_ignore_inputs."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    num = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    x = x.contiguous()
+    out = torch.empty_like(x) if out is None else out
+    _softmax_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cached = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.cached is None:
+            self.cached = softmax(x)
+        return self.cached.clone()

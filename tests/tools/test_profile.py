@@ -1,0 +1,269 @@
+"""The profiler on the CPU (counts, bound, ahead-of-time facts, isolation) and its text summary."""
+
+from __future__ import annotations
+
+import json
+import stat
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tritonsmith.tools._aot import KernelFacts
+from tritonsmith.tools._ncu import NcuKernel, NcuReport, parse_ncu_csv, run_ncu
+from tritonsmith.tools._results import Timing
+from tritonsmith.tools._sol import datasheet_ceilings, speed_of_light, work_count
+from tritonsmith.tools._torch_profile import summarize_kernels
+from tritonsmith.tools.profile import ImplProfile, ProfileReport, ProfileStatus, profile_kernel, summarize
+
+torch = pytest.importorskip("torch")
+
+PROBLEM = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    class Model(nn.Module):
+        def __init__(self, divisor):
+            super().__init__()
+            self.divisor = divisor
+        def forward(self, x):
+            return torch.relu(x) / self.divisor
+    ROWS = 300
+    COLS = 1037
+    def get_inputs():
+        return [torch.rand(ROWS, COLS)]
+    def get_init_inputs():
+        return [3.0]
+''')
+
+TWO_KERNELS = textwrap.dedent('''
+    import torch
+    import torch.nn as nn
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=m), 0.0), mask=m)
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": 512}, num_warps=2), triton.Config({"BLOCK": 2048}, num_warps=8)],
+                     key=["n"])
+    @triton.jit
+    def _div_kernel(x_ptr, y_ptr, n, d, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) / d, mask=m)
+
+    class ModelNew(nn.Module):
+        def __init__(self, divisor):
+            super().__init__()
+            self.divisor = divisor
+        def forward(self, x):
+            n = x.numel()
+            y = torch.empty_like(x)
+            _relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+            z = torch.empty_like(y)
+            _div_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](y, z, n, self.divisor)
+            return z
+''')
+
+N = 300 * 1037
+
+
+def test_cpu_profile_counts_bound_and_ahead_of_time_facts() -> None:
+    report = profile_kernel(PROBLEM, TWO_KERNELS, device="cpu")
+    assert report.status is ProfileStatus.OK, report.message
+    assert report.work is not None and report.work.flops == 0
+    assert report.work.min_bytes == 2 * 4 * N
+    assert report.sol is not None and report.sol.bound == "memory"
+    assert report.sol.floor_ms == pytest.approx(2 * 4 * N / 4800e9 * 1e3)
+    assert report.launches_per_forward == 2
+    relu, div = report.compile_facts
+    assert (relu.kernel, div.kernel) == ("_relu_kernel", "_div_kernel")
+    assert relu.grid == ((N + 1023) // 1024,) and relu.constexprs["BLOCK"] == "1024"
+    assert relu.registers and relu.spills == 0 and relu.num_warps == 4
+    # no GPU to autotune on: the first config is compiled, and the count of configs is reported
+    assert div.autotune_configs == 2 and div.constexprs["BLOCK"] == "512" and div.num_warps == 2
+    assert div.signature["d"] == "fp32" and div.grid == ((N + 511) // 512,)
+    assert "memory-bound" in report.summary
+    assert "2 kernels where 1 would do" in report.summary
+    assert "_relu_kernel x1" in report.summary
+    assert report.impls == ()
+    assert json.loads(json.dumps(report.to_dict()))["status"] == "ok"
+
+
+def test_cpu_profile_of_the_reference_alone() -> None:
+    report = profile_kernel(PROBLEM, None, device="cpu", target_gpu="NVIDIA H100 80GB HBM3")
+    assert report.status is ProfileStatus.OK and report.compile_facts == ()
+    assert report.ceilings is not None and report.ceilings.bandwidth_gbs == 3350.0
+    assert "no timing on this device" in report.summary
+
+
+def test_candidate_that_fails_to_import_is_a_status() -> None:
+    report = profile_kernel(PROBLEM, "import torch\nraise RuntimeError('boom at import')\n", device="cpu")
+    assert report.status is ProfileStatus.CANDIDATE_ERROR
+    assert "boom at import" in (report.candidate_error or "")
+    assert report.work is not None  # the counts survive a broken candidate
+    assert report.summary.startswith("candidate failed")
+
+
+def test_candidate_that_kills_its_process_does_not_take_the_caller_down() -> None:
+    crash = TWO_KERNELS.replace("n = x.numel()", "import os; os._exit(7)")
+    report = profile_kernel(PROBLEM, crash, device="cpu")
+    assert report.status is ProfileStatus.CANDIDATE_ERROR
+    assert "exit 7" in (report.candidate_error or "")
+
+
+def test_launcher_needing_data_falls_back_to_scaled_cpu_tensors() -> None:
+    needs_data = TWO_KERNELS.replace("n = x.numel()", "n = x.numel() + int(x.sum().item() * 0)")
+    report = profile_kernel(PROBLEM, needs_data, device="cpu")
+    assert report.status is ProfileStatus.OK, report.message
+    assert any("scaled shapes" in n for n in report.notes)
+    assert report.launches_per_forward == 2
+
+
+def _gpu_report(**changes: object) -> ProfileReport:
+    from tritonsmith.problem import Problem
+
+    work = work_count(Problem.from_source(PROBLEM).inspect())
+    ceilings = datasheet_ceilings("NVIDIA H200")
+    assert ceilings is not None
+    sol = speed_of_light(work, ceilings)
+    measured_ms = sol.floor_ms / 0.41
+    events = [("_relu_kernel", 0.0, 2.0), ("_div_kernel", 3.0, 5.0), ("_scale_kernel", 6.0, 8.0)]
+    breakdown = summarize_kernels("candidate", events, {"_relu_kernel", "_div_kernel", "_scale_kernel"})
+    cand = ImplProfile(label="candidate", timing=Timing(median_ms=measured_ms, p20_ms=measured_ms, p80_ms=measured_ms,
+                                                        reps=10),
+                       percent_of_sol=sol.percent(measured_ms), achieved_gbs=work.min_bytes / (measured_ms * 1e-3) / 1e9,
+                       achieved_tflops=None, breakdown=breakdown)
+    base = dict(status=ProfileStatus.OK, message="profiled", problem="p", device="cuda", device_name="NVIDIA H200",
+                target="NVIDIA H200", work=work, ceilings=ceilings, sol=sol, impls=(cand,))
+    base.update(changes)
+    return ProfileReport(**base)  # type: ignore[arg-type]
+
+
+def test_summary_names_the_bottleneck_and_the_next_step() -> None:
+    text = summarize(_gpu_report())
+    first = text.splitlines()[0]
+    assert first.startswith("candidate: memory-bound at ")
+    assert "= 41% of bandwidth" in first and "(41% of speed of light)" in first
+    assert "3 kernels where 1 would do: fuse them" in text
+    assert "3 kernel launches" in text
+
+
+def test_summary_reports_spills_counters_and_near_optimal() -> None:
+    facts = (KernelFacts(kernel="_mm_kernel", target="sm_90", source="jit", registers=255, spills=3700,
+                         local_bytes=14800, shared_bytes=131072, num_warps=1, num_stages=3, grid=(64,)),)
+    ncu = NcuReport(status="ok", target="candidate", total_kernels=1,
+                    kernels=(NcuKernel(name="_mm_kernel", duration_us=10.0, dram_pct=12.0, compute_pct=30.0,
+                                       achieved_occupancy_pct=6.0, l2_hit_pct=80.0, registers=255.0),))
+    text = summarize(_gpu_report(compile_facts=facts, ncu=ncu))
+    assert "_mm_kernel spills (14800 B local memory per thread, 255 registers)" in text
+    assert "runs 64 programs for 132 SMs" in text
+    assert "ncu (candidate): _mm_kernel: 10.0 us, DRAM 12%, compute 30%, occupancy 6%, L2 hit 80%" in text
+    near = _gpu_report()
+    fast = near.impls[0]
+    fast = ImplProfile(**{**fast.__dict__, "percent_of_sol": 91.0})
+    assert "within 91% of the speed of light" in summarize(_gpu_report(impls=(fast,)))
+
+
+def test_summarize_kernels_shares_gaps_and_triton_split() -> None:
+    events = [("_k", 0.0, 10.0), ("at::copy_kernel", 12.0, 22.0), ("_k", 30.0, 40.0), ("triton_poi_fused", 40.0, 60.0)]
+    b = summarize_kernels("candidate", events, {"_k"})
+    assert b.launches == 4 and b.distinct_kernels == 3
+    assert b.kernel_us == 50.0 and b.triton_us == 40.0 and b.other_us == 10.0
+    assert b.span_us == 60.0 and b.gap_us == 10.0
+    assert [k.name for k in b.kernels] == ["_k", "triton_poi_fused", "at::copy_kernel"]
+    assert b.kernels[0].launches == 2 and b.kernels[0].share == pytest.approx(0.4)
+    assert b.triton_launches == 3
+
+
+NCU_CSV = '''==PROF== Connected to process 123
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","123","python","host","_relu_kernel","1","7","(128, 1, 1)","(304, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","12.35"
+"0","123","python","host","_relu_kernel","1","7","(128, 1, 1)","(304, 1, 1)","0","9.0","Command line profiler metrics","dram__throughput.avg.pct_of_peak_sustained_elapsed","%","81.2"
+"0","123","python","host","_relu_kernel","1","7","(128, 1, 1)","(304, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","Mbyte","1.24"
+"0","123","python","host","_relu_kernel","1","7","(128, 1, 1)","(304, 1, 1)","0","9.0","Command line profiler metrics","launch__registers_per_thread","register/thread","22"
+"1","123","python","host","_div_kernel","1","7","(64, 1, 1)","(608, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","8,450"
+"1","123","python","host","_div_kernel","1","7","(64, 1, 1)","(608, 1, 1)","0","9.0","Command line profiler metrics","sm__warps_active.avg.pct_of_peak_sustained_active","%","n/a"
+==PROF== Disconnected from process 123
+'''
+
+
+def test_parse_ncu_csv_units_and_missing_values() -> None:
+    relu, div = parse_ncu_csv(NCU_CSV)
+    assert relu.name == "_relu_kernel" and relu.duration_us == pytest.approx(12.35)
+    assert relu.dram_pct == pytest.approx(81.2) and relu.registers == 22
+    assert relu.dram_read_bytes == pytest.approx(1.24e6)
+    assert div.duration_us == pytest.approx(8.45) and div.achieved_occupancy_pct is None
+    assert parse_ncu_csv("==ERROR== nothing") == []
+
+
+def _fake_ncu(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "ncu"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_run_ncu_degrades_to_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = tmp_path / "spec.json"
+    spec.write_text("{}")
+    monkeypatch.setenv("TRITONSMITH_NCU", str(tmp_path / "missing-ncu"))
+    missing = run_ncu(spec, target="candidate")
+    assert missing.status == "unavailable" and "not found" in missing.note
+    denied = run_ncu(spec, target="candidate", ncu=_fake_ncu(tmp_path, "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission'\nexit 1\n"))
+    assert denied.status == "failed" and "ERR_NVGPUCTRPERM" in denied.note
+    hung = run_ncu(spec, target="candidate", timeout_s=1.0, ncu=_fake_ncu(tmp_path, "sleep 30\n"))
+    assert hung.status == "timeout" and hung.wall_s < 5
+    csv_file = tmp_path / "out.csv"
+    csv_file.write_text(NCU_CSV)
+    ok = run_ncu(spec, target="candidate", top=1, ncu=_fake_ncu(tmp_path, f"cat {csv_file}\n"))
+    assert ok.status == "ok" and ok.total_kernels == 2 and [k.name for k in ok.kernels] == ["_relu_kernel"]
+
+
+def test_cli_profile_json(tmp_path: Path) -> None:
+    typer = pytest.importorskip("typer")
+    from typer.testing import CliRunner
+
+    from tritonsmith.tools.cli_profile import profile_command
+
+    problem = tmp_path / "relu_div.py"
+    problem.write_text(PROBLEM)
+    app = typer.Typer()
+    app.command("profile")(profile_command)
+    app.command("other")(lambda: None)
+    result = CliRunner().invoke(app, ["profile", str(problem), "--device", "cpu", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["work"]["input_bytes"] == 4 * N and data["sol"]["bound"] == "memory"
+    missing = CliRunner().invoke(app, ["profile", str(tmp_path / "nope.py"), "--device", "cpu"])
+    assert missing.exit_code == 2 and "not found" in missing.output
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_gpu_profile_end_to_end() -> None:
+    report = profile_kernel(PROBLEM, TWO_KERNELS, device="cuda", ncu=True)
+    assert report.status is ProfileStatus.OK, report.message
+    cand = report.impl("candidate")
+    assert cand is not None and cand.breakdown is not None and cand.breakdown.triton_launches == 2
+    assert cand.percent_of_sol is not None and 0 < cand.percent_of_sol <= 105
+    assert report.candidate_check and report.candidate_check["ok"]
+    assert {f.kernel for f in report.compile_facts} == {"_relu_kernel", "_div_kernel"}
+    assert all(f.registers for f in report.compile_facts)
+    assert report.ncu is not None
+    if report.ncu.status == "ok":
+        assert report.ncu.kernels[0].duration_us
+
+
+def test_langchain_profile_tool_on_cpu() -> None:
+    pytest.importorskip("langchain_core")
+    from tritonsmith.tools.profile import profile_kernel_tool
+
+    tool = profile_kernel_tool(PROBLEM, device="cpu")
+    assert tool.name == "profile_kernel"
+    text = tool.invoke({"candidate_source": TWO_KERNELS})
+    assert "memory-bound" in text and "2 kernels where 1 would do" in text
+    assert "failed to import" in tool.invoke({"candidate_source": "raise ValueError('x')\n"})
