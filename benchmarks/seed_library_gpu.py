@@ -4,6 +4,8 @@ Run from the repository root on a CUDA machine (no chromadb or langgraph needed)
 
     OUT=/some/dir python benchmarks/seed_library_gpu.py            # all seeds, ~2-3 minutes on an H200
     OUT=/some/dir python benchmarks/seed_library_gpu.py softmax     # some seeds only
+    ... --budget-s 170     # start no new seed after 170 s (default); the rest are listed as not run
+    ... --merge earlier/manifest.json names...   # continue a partial run, keeping its figures
 
 Writes into $OUT (default: the current directory):
 - ``seed_library_gpu.json``: every seed's full EvalResult (status, timings, speedups, versions);
@@ -54,17 +56,28 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds per seed")
     parser.add_argument("--compile-mode", default="default")
     parser.add_argument("--device", default="cuda", help="cpu: a dry run through the interpreter (no timings)")
+    parser.add_argument("--budget-s", type=float, default=170.0, help="start no new seed after this many seconds")
+    parser.add_argument("--merge", type=Path, help="a manifest.json from an earlier partial run: keep its figures")
     args = parser.parse_args()
     out = Path(os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s",
                         handlers=[logging.FileHandler(out / "seed_library_gpu.log"), logging.StreamHandler()])
     manifest = json.loads((SEED_DIR / "manifest.json").read_text())
+    if args.merge:
+        earlier = {e["name"]: e["h200"] for e in json.loads(args.merge.read_text())["seeds"]}
+        for entry in manifest["seeds"]:
+            entry["h200"] = earlier.get(entry["name"], entry["h200"])
+    start = time.perf_counter()
+    skipped = []
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     results: dict[str, dict] = {}
     rows = []
     for entry in manifest["seeds"]:
         if args.names and entry["name"] not in args.names:
+            continue
+        if time.perf_counter() - start > args.budget_s:
+            skipped.append(entry["name"])
             continue
         t0 = time.perf_counter()
         problem = Problem.from_file(SEED_DIR / entry["problem"])
@@ -88,7 +101,9 @@ def main() -> int:
     for name, status, se, sc, ms in rows:
         fmt = lambda v, s="x": f"{v:.2f}{s}" if v is not None else "-"  # noqa: E731
         print(f"{name:<20} {status:<14} {fmt(se):>9} {fmt(sc):>11} {fmt(ms, ''):>9}")
-    return 0 if all(r[1] == "correct" for r in rows) else 1
+    if skipped:
+        print(f"not run (time budget): {' '.join(skipped)}; run them with --merge $OUT/manifest.json")
+    return 0 if all(r[1] == "correct" for r in rows) and not skipped else 1
 
 
 if __name__ == "__main__":

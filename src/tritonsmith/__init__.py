@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "KernelContext",
+    "Settings",
+    "build_kernel_graph",
+    "compile_kernel_graph",
+    "optimize",
     "EvalResult",
     "EvalStatus",
     "Problem",
@@ -20,6 +25,11 @@ __all__ = [
 ]
 
 _LAZY = {
+    "KernelContext": "tritonsmith.config",
+    "Settings": "tritonsmith.config",
+    "build_kernel_graph": "tritonsmith.graphs.builder",
+    "compile_kernel_graph": "tritonsmith.graphs.builder",
+    "optimize": "tritonsmith.graphs.optimizer",
     "EvalResult": "tritonsmith.tools._results",
     "EvalStatus": "tritonsmith.tools._results",
     "Problem": "tritonsmith.problem",
@@ -29,6 +39,9 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from tritonsmith.config import KernelContext, Settings
+    from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph
+    from tritonsmith.graphs.optimizer import optimize
     from tritonsmith.problem import Problem, ProblemError, load_problem
     from tritonsmith.tools._results import EvalResult, EvalStatus
     from tritonsmith.tools.evaluate import evaluate

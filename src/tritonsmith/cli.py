@@ -54,6 +54,7 @@ def eval_command(
     device: Annotated[str, typer.Option(help="cuda, cpu (Triton interpreter, correctness only) or auto.")] = "auto",
     trials: Annotated[int, typer.Option(min=1, help="Correctness trials on fresh random inputs.")] = 5,
     tolerance: Annotated[str, typer.Option(help="kernelbench or numerics.")] = "kernelbench",
+    policy: Annotated[str, typer.Option(help="hybrid: torch may keep some ops (reported); strict: all compute in Triton.")] = "hybrid",
     scale: Annotated[bool, typer.Option(help="Scale the problem's shapes down first (reported).")] = False,
     timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the worker, seconds.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -65,7 +66,7 @@ def eval_command(
     try:
         with console.status(f"evaluating {cand_path.name} on {device}...", spinner="dots"):
             result = evaluate(ref_path, cand_path, device=device, trials=trials, tolerance=tolerance,  # type: ignore[arg-type]
-                              scale=scale, timeout_s=timeout)
+                              policy=policy, scale=scale, timeout_s=timeout)
     except (ProblemError, ValueError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -116,6 +117,12 @@ def _register_commands() -> None:
 
     app.command("bench")(bench_command)
     app.command("report")(report_command)
+    from tritonsmith.graphs.cli import optimize_command
+
+    app.command("optimize")(optimize_command)
+    from tritonsmith.memory.cli import memory_app
+
+    app.add_typer(memory_app, name="memory")
 
 
 _register_commands()

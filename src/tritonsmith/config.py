@@ -11,6 +11,7 @@ Environment variables (all optional)::
 
     TRITONSMITH_MODEL, TRITONSMITH_BASE_URL (else OPENAI_BASE_URL), TRITONSMITH_API_KEY (else OPENAI_API_KEY),
     TRITONSMITH_GENERATOR (auto|llm|builtin), TRITONSMITH_ITERATIONS, TRITONSMITH_DEVICE, TRITONSMITH_TOLERANCE,
+    TRITONSMITH_POLICY (hybrid|strict),
     TRITONSMITH_TRIALS, TRITONSMITH_EVAL_TIMEOUT, TRITONSMITH_LLM_TIMEOUT, TRITONSMITH_MAX_RETRIES,
     TRITONSMITH_MAX_TOOL_ROUNDS, TRITONSMITH_TEMPERATURE, TRITONSMITH_TARGET_SPEEDUP, TRITONSMITH_SCALE,
     TRITONSMITH_MEMORY_DIR, TRITONSMITH_USE_MEMORY, TRITONSMITH_INPUT_COST, TRITONSMITH_OUTPUT_COST
@@ -37,6 +38,7 @@ ENV: dict[str, tuple[str, ...]] = {
     "iterations": ("TRITONSMITH_ITERATIONS",),
     "device": ("TRITONSMITH_DEVICE",),
     "tolerance": ("TRITONSMITH_TOLERANCE",),
+    "policy": ("TRITONSMITH_POLICY",),
     "trials": ("TRITONSMITH_TRIALS",),
     "eval_timeout_s": ("TRITONSMITH_EVAL_TIMEOUT",),
     "llm_timeout_s": ("TRITONSMITH_LLM_TIMEOUT",),
@@ -63,6 +65,7 @@ class KernelContext:
     iterations: int | None = None
     device: str | None = None
     tolerance: str | None = None
+    policy: str | None = None
     trials: int | None = None
     eval_timeout_s: float | None = None
     llm_timeout_s: float | None = None
@@ -89,7 +92,8 @@ class Settings:
             ``llm`` or ``builtin``.
         iterations: generated candidates per problem (a user's ``--from`` kernel is extra).
         device: ``auto``, ``cuda`` or ``cpu`` (Triton interpreter: correctness only, no timing).
-        tolerance / trials / eval_timeout_s / scale: passed to the evaluator.
+        tolerance / policy / trials / eval_timeout_s / scale: passed to the evaluator (policy: ``hybrid``
+            lets torch keep some ops, reported; ``strict``: all compute in Triton).
         llm_timeout_s / max_retries: always given to the chat client (no network call may hang).
         max_tool_rounds: tool-calling rounds the LLM may use per candidate before it must submit.
         temperature: sampling temperature (None = the server's default).
@@ -106,6 +110,7 @@ class Settings:
     iterations: int = 3
     device: str = "auto"
     tolerance: str = "kernelbench"
+    policy: str = "hybrid"
     trials: int = 5
     eval_timeout_s: float | None = None
     llm_timeout_s: float = 120.0

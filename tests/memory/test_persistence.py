@@ -112,3 +112,68 @@ class _FakeOther:
     @staticmethod
     def name() -> str:
         return "some-other-embedder"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_team_server_through_http_client(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A local Chroma server on 127.0.0.1 stands in for a team's: two processes share one memory by URL."""
+    import shutil
+    import socket
+
+    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent))
+    assert chroma, "the chroma CLI comes with chromadb"
+    port = _free_port()
+    server = subprocess.Popen([chroma, "run", "--path", str(tmp_path / "srv"), "--host", "127.0.0.1",
+                               "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "chroma server did not start"
+                time.sleep(0.3)
+        monkeypatch.setenv("TRITONSMITH_MEMORY_URL", f"http://127.0.0.1:{port}")
+        from tritonsmith.memory import open_memory
+
+        mem = open_memory(seed=False)
+        assert mem.location == f"http://127.0.0.1:{port}"
+        mem.add(make_record("softmax", 1))
+        code = ("import tritonsmith.memory as m, sys; sys.path.insert(0, sys.argv[1]); from memhelp import make_record; "
+                "mem = m.open_memory(seed=False); print(mem.add(make_record('conv_relu', 2)).status, mem.count())")
+        res = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], capture_output=True,
+                             text=True, timeout=120)
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert res.stdout.split() == ["added", "2"]
+        assert mem.search(PROBLEMS["conv_relu"], k=1)[0].record.problem_name == "conv_relu"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_open_memory_seeds_on_first_use_and_again_when_the_seeds_change(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from tritonsmith.memory import SearchFilters, default_memory_dir, open_memory
+
+    monkeypatch.setenv("TRITONSMITH_MEMORY_DIR", str(tmp_path / "env-store"))
+    monkeypatch.delenv("TRITONSMITH_MEMORY_URL", raising=False)
+    assert default_memory_dir() == tmp_path / "env-store"
+    mem = open_memory()
+    assert mem.location == str((tmp_path / "env-store").resolve())
+    seeds = mem.list(SearchFilters(origin="seed"))
+    assert len(seeds) == 11
+    mem.delete([seeds[0].id])
+    assert open_memory().count() == 10  # seeds already current: a deleted one stays deleted
+    (tmp_path / "env-store" / ".tritonsmith.seeds").write_text("older seed library")
+    assert open_memory().count() == 11
+    assert open_memory(tmp_path / "other", seed=False).count() == 0
+    monkeypatch.delenv("TRITONSMITH_MEMORY_DIR")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_memory_dir() == tmp_path / "xdg" / "tritonsmith" / "memory"

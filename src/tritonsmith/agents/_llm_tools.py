@@ -31,6 +31,15 @@ def submit_kernel(source: str, notes: str = "") -> str:
     return "submitted"  # never executed: the generator reads the call's arguments
 
 
+def bad_arguments(error: Exception) -> str:
+    """What the model reads when its tool arguments do not validate."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        parts = [f"{'.'.join(map(str, e.get('loc', ()))) or 'arguments'}: {e.get('msg', '')}" for e in errors()]
+        return "invalid arguments: " + "; ".join(parts)
+    return f"invalid arguments: {error}"
+
+
 def kernel_search_tool(store: KernelStore, *, k_max: int = 5) -> BaseTool:
     """``kernel_search(query, k)`` over any :class:`KernelStore`: verified kernels for similar problems."""
 
@@ -45,7 +54,7 @@ def kernel_search_tool(store: KernelStore, *, k_max: int = 5) -> BaseTool:
         description=("Search the memory of verified Triton kernels. `query` is free text (an op such as "
                      "'row softmax', 'matmul + bias + relu', or PyTorch code); `k` kernels come back with "
                      "the problem each solved. Use it to find a proven structure to adapt."),
-        handle_validation_error=True)
+        handle_validation_error=bad_arguments)
 
 
 def profiler_tool(problem: Problem, profiler: KernelProfiler, *, device: str) -> BaseTool:
@@ -59,7 +68,7 @@ def profiler_tool(problem: Problem, profiler: KernelProfiler, *, device: str) ->
         profile_kernel, name="profile_kernel",
         description=("Profile a complete candidate file (defining ModelNew) on the current problem: where "
                      "its time goes (memory vs compute, occupancy, launch overhead). Pass the whole file."),
-        handle_validation_error=True)
+        handle_validation_error=bad_arguments)
 
 
 def web_search_tool() -> BaseTool | None:

@@ -84,9 +84,9 @@ class GraphDeps:
         """The generator of this run, and a note when it was chosen for the user (no model configured)."""
         if self.generator is not None:
             return self.generator, None
-        if self.model is not None and not isinstance(self.model, str):
-            return self._cached("llm-model", settings, lambda: self._llm(settings, self.model)), None
         choice = settings.generator
+        if self.model is not None and not isinstance(self.model, str) and choice != "builtin":
+            return self._cached("llm-model", settings, lambda: self._llm(settings, self.model)), None
         if choice == "llm" or (choice == "auto" and settings.llm_configured):
             return self._cached("llm", settings, lambda: self._llm(settings, None)), None
         builtin = self._cached("builtin", None, _builtin_generator)

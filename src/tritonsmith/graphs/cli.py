@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from tritonsmith.graphs.optimizer import OptimizeResult
@@ -37,6 +38,7 @@ def optimize_command(
     device: Annotated[str | None, typer.Option(help="auto, cuda or cpu (interpreter: correctness only).")] = None,
     generator: Annotated[str | None, typer.Option(help="auto, llm or builtin (auto: llm when configured).")] = None,
     trials: Annotated[int | None, typer.Option(min=1, help="Correctness trials per candidate.")] = None,
+    policy: Annotated[str | None, typer.Option(help="hybrid (torch may keep some ops, reported) or strict.")] = None,
     scale: Annotated[bool | None, typer.Option("--scale/--no-scale", help="Shrink the problem's shapes first (reported).")] = None,
     memory: Annotated[bool, typer.Option("--memory/--no-memory", help="Use the kernel memory.")] = True,
 ) -> None:
@@ -50,7 +52,7 @@ def optimize_command(
         raise typer.BadParameter(f"--generator must be auto, llm or builtin, not {generator!r}")
     ref_path = resolve_path(problem)
     kernel = resolve_path(start_from).read_text() if start_from else None
-    settings: dict[str, Any] = {k: v for k, v in {"trials": trials, "scale": scale}.items() if v is not None}
+    settings: dict[str, Any] = {k: v for k, v in {"trials": trials, "scale": scale, "policy": policy}.items() if v is not None}
     if not memory:
         settings["use_memory"] = False
     view = _Progress()
@@ -60,14 +62,14 @@ def optimize_command(
             result = optimize(ref_path, model=model, base_url=base_url, iterations=iterations, device=device,
                               start_from=kernel, generator=generator, on_event=view.on_event, **settings)  # type: ignore[arg-type]
     except (LLMConfigurationError, ModelUnavailableError, ProblemError, ValueError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     for note in result.notes:
-        console.print(f"[yellow]note:[/yellow] {note}")
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
     target = out or Path("tritonsmith-out") / _safe(result.problem)
     written = write_outputs(result, target, reference=ref_path)
     colour = "green" if result.ok else "red"
-    console.print(f"[{colour}]{result.status}[/{colour}]: {result.reason}")
+    console.print(f"[{colour}]{result.status}[/{colour}]: {escape(result.reason)}")
     for path in written:
         console.print(f"  wrote {path}")
     raise typer.Exit(0 if result.ok else 1)
@@ -100,8 +102,8 @@ def _row(e: dict[str, Any]) -> str:
     else:
         speed = "-"
     msg = e.get("message", "")
-    msg = msg if len(msg) <= 90 else msg[:87] + "..."
-    return (f"  iter {e['iteration']} [{e['generator']}] [{colour}]{e['status']}[/{colour}]  {speed}  "
+    msg = escape(msg if len(msg) <= 90 else msg[:87] + "...")
+    return (f"  iter {e['iteration']} {escape('[' + e['generator'] + ']')} [{colour}]{e['status']}[/{colour}]  {speed}  "
             f"reward {e['reward']:.3f}  {msg}")
 
 

@@ -157,7 +157,8 @@ class KernelNodes:
             return rec
         result = self.deps.evaluate_fn()(
             problem_from_spec(state["problem"]), source, device=state.get("device", "cpu"), trials=settings.trials,
-            tolerance=settings.tolerance, timeout_s=settings.eval_timeout_s, scale=settings.scale)
+            tolerance=settings.tolerance, policy=settings.policy, timeout_s=settings.eval_timeout_s,
+            scale=settings.scale)
         return _record(pending, result, feedback=result.feedback())
 
     # -- profile --------------------------------------------------------------------------------
@@ -205,7 +206,7 @@ class KernelNodes:
                 runtime.store.put((*STORE_NAMESPACE, problem.name), key,
                                   {"source": a["source"], "status": a["status"], "reward": a["reward"],
                                    "speedup": a["speedup"], "iteration": a["iteration"]})
-        _emit(runtime, event="remembered", count=len(verified))
+        _emit(runtime, event="remembered", verified=len(verified), stored=len(ids))
         return {"remembered": ids}
 
 

@@ -36,7 +36,7 @@ class Evaluator(Protocol):
     """``tritonsmith.tools.evaluate.evaluate``'s shape (the keywords the graph passes)."""
 
     def __call__(self, problem: Problem, candidate: str, *, device: str, trials: int, tolerance: str,
-                 timeout_s: float | None, scale: bool) -> EvalResult: ...
+                 policy: str, timeout_s: float | None, scale: bool) -> EvalResult: ...
 
 
 @runtime_checkable

@@ -147,6 +147,11 @@ class ChromaKernelMemory(KernelMemory):
             metadata={"embedder": short_name(self.embedder), "schema": 1},
         )
 
+    @property
+    def directory(self) -> Path | None:
+        """The store's directory (None for a Chroma server)."""
+        return self._path
+
     def _fresh(self) -> None:
         with self._conn.lock:
             self._conn.fresh()

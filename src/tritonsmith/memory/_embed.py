@@ -46,7 +46,7 @@ _STOP = frozenset(
     "cuda contiguous empty_like empty numel stride".split()
 )
 # Weights of the feature groups: ops and calls say what is computed, identifiers only hint.
-_W_OP, _W_PAIR, _W_SHAPE, _W_CALL, _W_WORD, _W_KERNEL = 3.0, 1.5, 0.5, 2.5, 1.0, 0.4
+_W_OP, _W_PAIR, _W_SHAPE, _W_CALL, _W_WORD, _W_KERNEL, _W_TAG = 3.0, 1.5, 0.5, 2.5, 1.0, 0.4, 2.0
 
 
 def _bucket(feature: str, dim: int) -> tuple[int, float]:
@@ -69,8 +69,10 @@ def _words(text: str) -> list[str]:
 
 def structural_features(text: str) -> Counter[str]:
     """Weighted features of a retrieval text (see :func:`tritonsmith.memory._signature.retrieval_text`)."""
-    ops, shapes, problem, kernel = split_retrieval_text(text)
+    ops, shapes, problem, kernel, tags = split_retrieval_text(text)
     feats: Counter[str] = Counter()
+    for w in _words(" ".join(t.split(":", 1)[-1] for t in tags)):
+        feats[f"w:{w}"] += _W_TAG  # curated labels (seed family and name): what a typed query names
     for op, n in Counter(ops).items():
         feats[f"op:{op}"] += _W_OP * (1 + math.log(n))
         feats[f"w:{op}"] += _W_WORD  # a typed query says "softmax", a trace says softmax: let them meet
@@ -147,8 +149,8 @@ def _minilm() -> Any:
 
 def _sentence_text(text: str) -> str:
     """MiniLM reads 256 word pieces: give it the ops and the problem, not the kernel boilerplate."""
-    ops, _shapes, problem, _kernel = split_retrieval_text(text)
-    head = " ".join(dict.fromkeys(ops))
+    ops, _shapes, problem, _kernel, tags = split_retrieval_text(text)
+    head = " ".join([*tags, *dict.fromkeys(ops)])
     return f"{head}\n{problem}" if head else problem
 
 

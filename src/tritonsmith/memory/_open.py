@@ -55,7 +55,6 @@ def open_memory(
     is filled with the seed library. One instance per location per process is shared.
     """
     from tritonsmith.memory._chroma import ChromaKernelMemory
-    from tritonsmith.memory._seeds import seed_memory
     from tritonsmith.memory._store import InMemoryKernelMemory
 
     ef = _embedder(embedder)
@@ -75,10 +74,29 @@ def open_memory(
                     cached = ChromaKernelMemory(path=Path(path or default_memory_dir()), embedder=ef)
                 _OPEN[key] = cached
         mem = cached  # type: ignore[assignment]
-    if seed and mem.count() == 0:
-        added = seed_memory(mem)
-        log.info("seeded %s with %d kernels", mem.location, len(added))
+    if seed:
+        _seed_if_needed(mem)
     return mem
+
+
+def _seed_if_needed(mem: KernelMemory) -> None:
+    """Seed an empty store, and an embedded store whose seeds predate the packaged ones (new or measured)."""
+    from tritonsmith.memory._seeds import manifest_digest, seed_memory
+
+    from tritonsmith.memory._chroma import ChromaKernelMemory
+
+    directory = mem.directory if isinstance(mem, ChromaKernelMemory) else None
+    marker = directory / ".tritonsmith.seeds" if directory is not None else None
+    digest = manifest_digest()
+    if marker is None and mem.count() > 0:
+        return
+    if marker is not None and marker.exists() and marker.read_text() == digest:
+        return
+    results = seed_memory(mem)
+    log.info("seeded %s: %d of %d seed kernels added or updated", mem.location,
+             sum(r.status != "duplicate" for r in results), len(results))
+    if marker is not None:
+        marker.write_text(digest)
 
 
 def _embedder(embedder: str | EmbeddingFunction[Documents] | None) -> EmbeddingFunction[Documents] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -83,9 +84,18 @@ def seed_records() -> list[KernelRecord]:
             id=record_id(problem.source, kernel), kind=RecordKind.SUCCESS, problem_name=f"seed/{seed.name}",
             problem_source=problem.source, signature=problem_signature(problem).text, kernel_source=kernel,
             evaluation=_evaluation(seed), lineage=Lineage(generator="seed"), origin="seed",
-            tags=(f"family:{seed.family}",), created_at=0.0,
+            tags=(f"family:{seed.family}", f"seed:{seed.name}"), created_at=0.0,
         ))
     return records
+
+
+def manifest_digest() -> str:
+    """Changes whenever the packaged seeds or their measurements change."""
+    h = hashlib.sha256((SEED_DIR / "manifest.json").read_bytes())
+    for seed in load_seeds():
+        h.update(seed.problem_path.read_bytes())
+        h.update(seed.kernel_path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def seed_memory(memory: KernelMemory) -> list[AddResult]:

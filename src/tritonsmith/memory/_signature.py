@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 _OPS_LINE = "#ops:"
 _SHAPES_LINE = "#shapes:"
 _KERNEL_MARK = "#kernel:"
+_TAGS_LINE = "#tags:"
 _MAX_OPS = 256  # a full network traces thousands of ops; the head says what it is made of
 
 
@@ -110,9 +111,9 @@ def problem_key(source: str) -> str:
 
 
 def retrieval_text(signature: ProblemSignature | None, problem_source: str, kernel_source: str | None = None,
-                   *, max_chars: int = 12_000) -> str:
-    """The text an embedder sees: an ``#ops:`` line, a ``#shapes:`` line, the problem, then the kernel."""
-    head = []
+                   *, tags: tuple[str, ...] = (), max_chars: int = 12_000) -> str:
+    """The text an embedder sees: ``#ops:``, ``#shapes:`` and ``#tags:`` lines, the problem, then the kernel."""
+    head = [f"{_TAGS_LINE} {' '.join(tags)}"] if tags else []
     if signature is not None:
         head.append(f"{_OPS_LINE} {' '.join(signature.ops)}")
         head.append(f"{_SHAPES_LINE} {' '.join(signature.inputs)} -> {' '.join(signature.outputs)}")
@@ -122,18 +123,21 @@ def retrieval_text(signature: ProblemSignature | None, problem_source: str, kern
     return "\n".join([*head, body])
 
 
-def split_retrieval_text(text: str) -> tuple[list[str], list[str], str, str]:
-    """Inverse of :func:`retrieval_text`: (ops, shape classes, problem part, kernel part).
+def split_retrieval_text(text: str) -> tuple[list[str], list[str], str, str, list[str]]:
+    """Inverse of :func:`retrieval_text`: (ops, shape classes, problem part, kernel part, tags).
 
     Free text (a query typed by a person or a model) has no ``#`` lines and is all problem part.
     """
+    tags: list[str] = []
     ops: list[str] = []
     shapes: list[str] = []
     rest: list[str] = []
     kernel = ""
     lines = text.splitlines()
     for i, line in enumerate(lines):
-        if line.startswith(_OPS_LINE):
+        if line.startswith(_TAGS_LINE):
+            tags = line[len(_TAGS_LINE):].split()
+        elif line.startswith(_OPS_LINE):
             ops = line[len(_OPS_LINE):].split()
         elif line.startswith(_SHAPES_LINE):
             shapes = [s for s in line[len(_SHAPES_LINE):].split() if s != "->"]
@@ -142,4 +146,4 @@ def split_retrieval_text(text: str) -> tuple[list[str], list[str], str, str]:
             break
         else:
             rest.append(line)
-    return ops, shapes, "\n".join(rest), kernel
+    return ops, shapes, "\n".join(rest), kernel, tags

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -158,8 +159,8 @@ class KernelMemory(ABC):
         batch = list(records)
         for start in range(0, len(batch), _BATCH):
             chunk = batch[start:start + _BATCH]
-            texts = [retrieval_text(ProblemSignature.from_text(r.signature), r.problem_source, r.kernel_source)
-                     for r in chunk]
+            texts = [retrieval_text(ProblemSignature.from_text(r.signature), r.problem_source, r.kernel_source,
+                                    tags=r.tags) for r in chunk]
             vectors = embed(self.embedder, texts)  # outside the lock: embedding is the slow part
             with self._write():
                 existing = {r.id: r for r in self._get(list(dict.fromkeys(r.id for r in chunk)))}
@@ -209,7 +210,7 @@ class KernelMemory(ABC):
         """
         text, query_ops = self._query_text(query)
         base = filters or SearchFilters()
-        filt = SearchFilters(**{**base.__dict__, "kind": RecordKind.SUCCESS})
+        filt = dataclasses.replace(base, kind=RecordKind.SUCCESS)
         n = max(4 * k, 20) + len(filt.exclude_ids)
         vector = embed(self.embedder, [text])[0]
         pairs = [(r, d) for r, d in self._nearest(vector, n, filt) if r.id not in filt.exclude_ids]

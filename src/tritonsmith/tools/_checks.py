@@ -20,7 +20,7 @@ Every finding is a :class:`Violation` with a stable ``rule`` and a message the m
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tritonsmith.tools._results import TorchOpUse, Violation
@@ -555,7 +555,3 @@ def _torch_op(mod: _ModuleInfo, reach: _Reach, func: ast.expr) -> str | None:
 _TORCH_INFRA = ("torch.cuda.", "torch.backends.", "torch.testing.", "torch.utils.", "torch.nn.init.",
                 "torch.distributed.", "torch.autograd.", "torch.library.", "torch.version.")
 
-
-def iter_rules(report: StaticReport) -> Iterable[str]:
-    """The distinct rules a report broke, in order of first appearance."""
-    return list(dict.fromkeys(v.rule for v in report.violations))

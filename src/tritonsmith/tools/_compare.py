@@ -51,7 +51,7 @@ def compare(out: Any, ref: Any, *, policy: str, ref64: Any | None = None) -> Ver
     if not torch.is_floating_point(ref):
         equal = out.to(ref.dtype) == ref
         return _verdict(bool(equal.all()), out, ref, ~equal)
-    out_f, ref_f = out.double(), ref.double()
+    out_f, ref_f = _wide(out), _wide(ref)
     if policy == "kernelbench":
         tol = kernelbench_tolerance(ref.dtype)
         bad = ~torch.isclose(out_f, ref_f, atol=tol, rtol=tol, equal_nan=True)
@@ -75,13 +75,20 @@ def compare(out: Any, ref: Any, *, policy: str, ref64: Any | None = None) -> Ver
     return verdict
 
 
+def _wide(x: Any) -> Any:
+    """float32 for comparisons (float64 copies of multi-GB outputs exhaust GPU memory); float64 stays."""
+    import torch
+
+    return x if x.dtype in (torch.float32, torch.float64) else x.float()
+
+
 def _verdict(ok: bool, out: Any, ref: Any, bad: Any) -> Verdict:
     import torch
 
-    diff = (out.double() - ref.double()).abs() if out.is_floating_point() else (out != ref).double()
+    diff = (_wide(out) - _wide(ref)).abs() if out.is_floating_point() else (out != ref).float()
     finite = torch.isfinite(diff)
     max_abs = float(diff[finite].max()) if bool(finite.any()) else float("nan")
-    rel = diff / ref.double().abs().clamp_min(1e-12)
+    rel = diff / _wide(ref).abs().clamp_min(1e-12)
     max_rel = float(rel[finite].max()) if bool(finite.any()) else float("nan")
     details: dict[str, Any] = {
         "mismatched": int(bad.sum()),

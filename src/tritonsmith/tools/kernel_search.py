@@ -109,7 +109,7 @@ def _default_memory() -> tuple[KernelMemory | None, str]:
 
     try:
         return open_memory(), ""
-    except (OSError, ConnectionError, ValueError) as exc:  # unreachable server, unwritable directory, bad config
+    except (OSError, ConnectionError, ValueError, ImportError) as exc:  # no server, bad dir or config
         log.warning("kernel memory unavailable: %s", exc)
         return None, f"kernel memory unavailable: {type(exc).__name__}: {exc}"
 

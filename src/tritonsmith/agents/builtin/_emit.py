@@ -99,6 +99,8 @@ def _indent(seg: str, n: ast.stmt) -> str:
 def _module_globals(tree: ast.Module, nodes: list[ast.stmt]) -> list[str]:
     """Module-level assignments the copied ``__init__`` reads (rare: most take constructor arguments)."""
     used = {n.id for s in nodes for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    used -= {a.arg for s in nodes for n in ast.walk(s) if isinstance(n, ast.arguments)
+             for a in (*n.posonlyargs, *n.args, *n.kwonlyargs)}
     out = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in used for t in stmt.targets):
