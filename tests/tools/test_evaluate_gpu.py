@@ -76,7 +76,12 @@ def test_gpu_out_of_memory_is_a_runtime_error(softmax_reference, softmax_candida
 
 
 def test_hung_gpu_kernel_times_out(softmax_reference, softmax_candidate):
-    bad = softmax_candidate.replace("row = tl.program_id(0)", "row = tl.program_id(0)\n    while row >= 0:\n        row = row + 0")
+    # A loop with no side effects may be deleted by LLVM (it was, on the H200 on 2026-12-02): spin on a
+    # volatile load instead, which the compiler must keep re-reading.
+    spin = ("row = tl.program_id(0)\n    probe = tl.load(x_ptr, volatile=True)\n"
+            "    while probe == probe:\n        probe = tl.load(x_ptr, volatile=True)")
+    bad = softmax_candidate.replace("row = tl.program_id(0)", spin)
+    assert bad != softmax_candidate
     result = evaluate(softmax_reference, bad, device="cuda", trials=1, timeout_s=30)
     assert result.status is EvalStatus.TIMEOUT
 
