@@ -77,10 +77,24 @@ if __name__ == "__main__":  # check this kernel against its reference on fresh r
 '''
 
 
+def _docstring_end(source: str) -> int:
+    """Number of lines taken by a leading module docstring (0 without one)."""
+    import ast
+
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return 0
+    first = body[0] if body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return first.end_lineno or 0
+    return 0
+
+
 def runnable_kernel(source: str, reference_file: str) -> str:
     """``source`` plus a ``__main__`` prelude/footer that runs it against ``reference_file`` (same folder)."""
     lines = source.rstrip().splitlines()
-    cut = 0
+    cut = _docstring_end(source)
     for i, line in enumerate(lines):  # keep a module docstring / __future__ imports first
         if re.match(r"\s*from __future__ import", line):
             cut = i + 1
