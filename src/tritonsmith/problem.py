@@ -20,6 +20,7 @@ from tritonsmith._problem_codegen import function_source, module_source
 
 __all__ = ["Problem", "ProblemError", "ProblemInfo", "TensorSpec", "load_problem"]
 
+_INSPECT_CACHE: dict[tuple[str, str], ProblemInfo] = {}
 _REQUIRED = {"Model": ast.ClassDef, "get_inputs": ast.FunctionDef, "get_init_inputs": ast.FunctionDef}
 
 
@@ -139,7 +140,12 @@ class Problem:
         """Shapes, dtypes, parameters, FLOPs and the op sequence, traced on the ``meta`` device."""
         from tritonsmith._problem_meta import inspect_problem
 
-        return inspect_problem(self)
+        key = (self.name, self.source)
+        info = _INSPECT_CACHE.pop(key, None) or inspect_problem(self)
+        _INSPECT_CACHE[key] = info  # most recent last: a small LRU (tracing an RNN on meta takes 20 s)
+        while len(_INSPECT_CACHE) > 64:
+            _INSPECT_CACHE.pop(next(iter(_INSPECT_CACHE)))
+        return info
 
     def scaled(self, *, max_elements: int = 1 << 16, max_flops: int = 1 << 26) -> Problem:
         """A copy with its module-level size constants halved until inputs, parameters and outputs
