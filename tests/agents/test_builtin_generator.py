@@ -191,3 +191,172 @@ def test_split_k_for_long_k() -> None:
     cand = BuiltinGenerator().generate(GenerationRequest(problem=p, iteration=0))
     assert cand.source is not None and "split-K" in cand.note
     assert "_row_0_kernel" in cand.source  # the partial products are summed by a row kernel
+
+
+# -- split rows, paired statistics and pre-split 3xTF32 matmuls: forced configurations on small odd shapes --------
+FORCED: dict[str, tuple[Problem, dict[str, Any], dict[str, dict[str, Any]]]] = {
+    # name: (problem, graph options, per-kind config overrides)
+    "layernorm_split": (_problem(
+        "layernorm_split", "        self.ln = nn.LayerNorm((3, 7, 11))", "x):\n        return self.ln(x)",
+        "[torch.randn(2, 3, 7, 11) * 3.0 + 1.5]"), {}, {"row": {"split": 3, "BLOCK_R": 32}}),
+    "batchnorm_split_threshold": (_problem(  # the size rule itself, with thresholds small enough to trigger here
+        "batchnorm_split_threshold", "        self.bn = nn.BatchNorm2d(5)", "x):\n        return self.bn(x)",
+        "[torch.randn(3, 5, 6, 7) + 2.0]"), {}, {"row": {"split_min_r": 64, "target_programs": 32, "BLOCK_R": 16}}),
+    "softmax_split": (_problem(
+        "softmax_split", "        pass", "x):\n        return torch.softmax(x, dim=1) + torch.log_softmax(x, dim=1)",
+        "[torch.randn(3, 1000) * 4.0]"), {}, {"row": {"split": 8, "BLOCK_R": 16, "BLOCK_K": 1}}),
+    "reductions_split_kept_outputs": (_problem(
+        "reductions_split_kept_outputs", "        pass",
+        "x):\n        return torch.sum(x, dim=1) + torch.amax(x, dim=1) * torch.mean(x, dim=1) - x.amin(dim=1)",
+        "[torch.randn(3, 777)]"), {}, {"row": {"split": 5, "BLOCK_R": 32, "BLOCK_K": 2}}),
+    "groupnorm_paired_multipass": (_problem(
+        "groupnorm_paired_multipass", "        self.gn = nn.GroupNorm(2, 6)",
+        "x):\n        return torch.relu(self.gn(x * 2.0)) + torch.var(x, dim=(2, 3), keepdim=True)",
+        "[torch.randn(2, 6, 9, 5) + 1.0]"), {}, {"row": {"one_pass": False, "BLOCK_R": 32}}),
+    "matmul_3xtf32_linear": (CASES["linear_epilogue"][0], {},
+                             {"matmul": {"precision": "3xtf32", "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}}),
+    "matmul_3xtf32_transposed_split_k": (_problem(
+        "matmul_3xtf32_transposed_split_k", "        pass", "a, b):\n        return torch.matmul(a.T, b)",
+        "[torch.randn(42, 33), torch.randn(42, 18)]"), {"split_k": 3},
+        {"matmul": {"precision": "3xtf32", "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 8}}),
+    "matmul_3xtf32_broadcast_batch": (_problem(
+        "matmul_3xtf32_broadcast_batch", "        pass", "a, b):\n        return torch.matmul(a, b) + a.sum()",
+        "[torch.randn(2, 3, 21, 13), torch.randn(13, 22)]"), {},
+        {"matmul": {"precision": "3xtf32", "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 8}}),
+}
+
+
+def _forced_source(name: str) -> str:
+    from tritonsmith.agents.builtin import _plan
+    from tritonsmith.agents.builtin._emit import emit_module
+
+    problem, options, overrides = FORCED[name]
+    traced, plan = _plan(problem, options, None)
+    return emit_module(problem.name, problem.source, traced, plan, overrides, f"forced {overrides}")
+
+
+@pytest.fixture(scope="module")
+def forced_interpreted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    d = tmp_path_factory.mktemp("builtin_forced")
+    cases = []
+    for name, (problem, _, _) in FORCED.items():
+        (d / f"{name}_ref.py").write_text(problem.source)
+        (d / f"{name}_cand.py").write_text(_forced_source(name))
+        cases.append({"name": name, "problem": str(d / f"{name}_ref.py"), "candidate": str(d / f"{name}_cand.py")})
+    (d / "cases.json").write_text(json.dumps(cases))
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    helper = Path(__file__).with_name("_builtin_check.py")
+    proc = subprocess.run([sys.executable, str(helper), str(d / "cases.json")], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", list(FORCED))
+def test_forced_kernel_shapes_match_reference_on_interpreter(name: str, forced_interpreted: dict[str, Any]) -> None:
+    src = _forced_source(name)
+    if "split" in name and "matmul" not in name:
+        assert "_row_0_stats0_kernel" in src and "SPLIT=" in src, "the rows were not split"
+    if "3xtf32" in name:
+        assert "_tf32_split_kernel[" in src and "PRECISION='tf32'" in src
+    result = forced_interpreted[name]
+    assert result["ok"], result["detail"]
+
+
+def _loops_per_kernel(src: str, kernel: str) -> int:
+    body = src.split(f"def {kernel}(", 1)[1].split("\n\n\n", 1)[0]
+    return body.count("for r0 in range(")
+
+
+def test_paired_statistics_read_rows_twice() -> None:
+    """Softmax (online max + sum) and layer norm (Welford mean + M2) need one statistics loop, then the write."""
+    sm = _forced_source("softmax_split")
+    assert "online softmax" in sm
+    gn = _forced_source("groupnorm_paired_multipass")
+    assert "Welford" in gn and _loops_per_kernel(gn, "_row_0_kernel") == 2
+    ln = _forced_source("layernorm_split")
+    assert "Welford" in ln and _loops_per_kernel(ln, "_row_0_stats0_kernel") == 1
+    assert "_row_0_stats1_kernel" not in ln  # mean and variance come from one statistics kernel
+
+
+def test_split_decision_follows_sizes() -> None:
+    from tritonsmith.agents.builtin import _plan
+    from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
+    from tritonsmith.agents.builtin._variants import group_config, variant_menu
+
+    few_long = _problem("few_long_rows", "        self.ln = nn.LayerNorm((64, 1024))", "x):\n        return self.ln(x)",
+                        "[torch.randn(3, 64, 1024)]")
+    many_short = _problem("many_short_rows", "        pass", "x):\n        return torch.softmax(x, dim=1)",
+                          "[torch.randn(4096, 1000)]")
+    _, plan = _plan(few_long, {}, None)
+    g = next(g for g in plan.groups if g.kind == "row")
+    cfg = group_config(g, {})
+    split, chunk = split_plan(g, cfg)
+    assert split > 1 and split * chunk >= 64 * 1024 > (split - 1) * chunk and chunk % cfg["BLOCK_R"] == 0
+    assert 3 * split >= TARGET_PROGRAMS // 2 or chunk == cfg["BLOCK_R"]  # enough programs, or chunks of one tile
+    assert {"row-nosplit", "row-split-2x"} <= {v.key for v in variant_menu(plan)}
+    _, plan = _plan(many_short, {}, None)
+    g = next(g for g in plan.groups if g.kind == "row")
+    assert split_plan(g, group_config(g, {}))[0] == 1
+
+
+def test_matmul_precision_choice_and_variants() -> None:
+    from tritonsmith.agents.builtin import _plan
+    from tritonsmith.agents.builtin._variants import group_config, variant_menu
+
+    big = _problem("big_mm", "        pass", "a, b):\n        return torch.matmul(a, b)",
+                   "[torch.randn(4096, 2048), torch.randn(2048, 4096)]")
+    _, plan = _plan(big, {}, None)
+    cfg = group_config(plan.groups[0], {})
+    assert cfg["precision"] == "3xtf32" and cfg["BLOCK_N"] == 256 and cfg["num_stages"] == 3
+    keys = [v.key for v in variant_menu(plan)]
+    assert keys[:2] == ["default", "ieee"] and "mm-tf32x3" in keys and "mm-128x128" in keys
+    thin = CASES["linear_epilogue"][0]  # low FLOPs per operand byte: the split pass would not pay
+    _, plan = _plan(thin, {}, None)
+    assert group_config(plan.groups[0], {})["precision"] == "tf32x3"
+    assert "mm-3xtf32" in [v.key for v in variant_menu(plan)]
+
+
+_SPLIT_NUMERICS = r'''
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("cand", sys.argv[1]); mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+torch.manual_seed(7)
+k, n = 999, 37
+x = torch.randn(n, k) * torch.exp(torch.randn(n, k) * 3)  # a wide range of magnitudes
+out = torch.empty(1, n, 2 * 1024)
+mod._tf32_split_kernel[(1, 16, 1)](x, out, OFF=0, SB=0, SR=k, SC=1, R=n, C=k, RP=n, CP=1024, ROWS=False,
+                                    BLOCK_R=64, BLOCK_C=64)
+hi, lo = out[0, :, :k], out[0, :, 1024:1024 + k]
+assert bool((out[0, :, k:1024] == 0).all()) and bool((out[0, :, 1024 + k:] == 0).all()), "padding is not zero"
+assert bool((hi.view(torch.int32) & 8191 == 0).all()), "hi is not a tf32 value"
+assert bool((hi + lo == x).all()), "hi + lo != x"
+assert bool((lo.abs() <= hi.abs() * 2.0 ** -11).all()), "lo is larger than half a tf32 ulp"
+def tf32(t):  # what the tensor core reads: the 13 low mantissa bits dropped
+    return (t.view(torch.int32) & -8192).view(torch.float32)
+w = torch.randn(k, 23)
+wb = torch.empty(1, 2 * 1024, 23)
+mod._tf32_split_kernel[(16, 1, 1)](w, wb, OFF=0, SB=0, SR=23, SC=1, R=k, C=23, RP=1024, CP=23, ROWS=True,
+                                    BLOCK_R=64, BLOCK_C=64)
+whi, wlo = wb[0, :k], wb[0, 1024:1024 + k]
+exact = x.double() @ w.double()
+got = (tf32(hi).double() @ tf32(wlo).double() + tf32(lo).double() @ tf32(whi).double()
+       + tf32(hi).double() @ tf32(whi).double())
+plain = tf32(x).double() @ tf32(w).double()
+err = float((got - exact).norm() / exact.norm())
+err_plain = float((plain - exact).norm() / exact.norm())
+assert err < 1e-6 < err_plain, (err, err_plain)
+print("ok", err, err_plain)
+'''
+
+
+def test_tf32_split_is_exact_and_keeps_fp32_accuracy(tmp_path: Path) -> None:
+    """The pre-split parts: hi is tf32, hi + lo == x bit for bit, and the three tf32 products (with the core's
+    truncation emulated) stay within 1e-6 of float64 where plain tf32 does not."""
+    cand = tmp_path / "cand.py"
+    cand.write_text(_forced_source("matmul_3xtf32_linear"))
+    script = tmp_path / "check.py"
+    script.write_text(_SPLIT_NUMERICS)
+    proc = subprocess.run([sys.executable, str(script), str(cand)], env={**os.environ, "TRITON_INTERPRET": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.startswith("ok"), proc.stderr[-2000:]

@@ -87,9 +87,10 @@ def _verdict(ok: bool, out: Any, ref: Any, bad: Any) -> Verdict:
 
     diff = (_wide(out) - _wide(ref)).abs() if out.is_floating_point() else (out != ref).float()
     finite = torch.isfinite(diff)
-    max_abs = float(diff[finite].max()) if bool(finite.any()) else float("nan")
+    # torch.where, not diff[finite]: boolean indexing builds an int64 index as large as the output.
+    max_abs = float(torch.where(finite, diff, -1.0).max()) if bool(finite.any()) else float("nan")
     rel = diff / _wide(ref).abs().clamp_min(1e-12)
-    max_rel = float(rel[finite].max()) if bool(finite.any()) else float("nan")
+    max_rel = float(torch.where(finite, rel, -1.0).max()) if bool(finite.any()) else float("nan")
     details: dict[str, Any] = {
         "mismatched": int(bad.sum()),
         "total": int(bad.numel()),

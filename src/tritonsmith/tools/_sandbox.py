@@ -1,6 +1,8 @@
 """Run one evaluation job in a fresh worker process that cannot take the caller down.
 
-The worker gets its own process session, so a wall-clock timeout (or the end of the job) kills its
+The worker is forked by a zygote that has already imported torch and triton (see ``_zygote``; off with
+``TRITONSMITH_EVAL_ZYGOTE=0``) or, when none is usable, spawned as ``python -m tritonsmith.tools._worker``.
+Either way the worker gets its own process session, so a wall-clock timeout (or the end of the job) kills its
 whole process group: children the candidate spawned die with it. Results come back through a JSON
 file written atomically by the worker; a worker that dies first leaves its last stage behind.
 
@@ -21,11 +23,26 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
+
+from tritonsmith.tools import _zygote
 
 log = logging.getLogger(__name__)
+
+# How the workers of this process were started ("zygote", "spawn"): the benchmarks record it.
+LAUNCHES: Counter[str] = Counter()
+
+
+class _Worker(Protocol):
+    pid: int
+    returncode: int | None
+
+    def wait(self, timeout: float | None = None) -> int | None: ...
+
+    def kill_group(self) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +54,8 @@ class WorkerOutcome:
     output_tail: str
     wall_s: float
     forged: bool = False
+    launcher: str = "spawn"  # "zygote" (forked) or "spawn" (a fresh interpreter)
+    startup_s: float = 0.0  # waiting for the zygote to start (its imports), inside wall_s
 
 
 def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: dict[str, str]) -> WorkerOutcome:
@@ -48,38 +67,86 @@ def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: di
     key = secrets.token_hex(32).encode()
     start = time.perf_counter()
     with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tritonsmith.tools._worker", str(spec_path)],
-            stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
-            env=env, cwd=workdir, start_new_session=True,
-        )
+        proc, key_pipe, launcher, startup_s = _launch(spec_path, workdir, log_file, env, spec["device"], timeout_s)
         timed_out = False
         try:
-            _send_key(proc, key)
+            _send_key(key_pipe, key)
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             log.warning("worker exceeded %.0f s; killing its process group", timeout_s)
         except BaseException:
-            _kill_group(proc)
+            proc.kill_group()
             raise
         finally:
-            _kill_group(proc)
+            proc.kill_group()
+    LAUNCHES[launcher] += 1
     result_path = Path(spec["result_path"])
     result, forged = _read_result(result_path, key) if not timed_out else (None, False)
     stage_path = Path(spec["stage_path"])
     stage = stage_path.read_text().strip() if stage_path.exists() else None
     return WorkerOutcome(result=result, returncode=proc.returncode, timed_out=timed_out, stage=stage,
-                         output_tail=_tail(log_path), wall_s=time.perf_counter() - start, forged=forged)
+                         output_tail=_tail(log_path), wall_s=time.perf_counter() - start, forged=forged,
+                         launcher=launcher, startup_s=startup_s)
 
 
-def _send_key(proc: subprocess.Popen[bytes], key: bytes) -> None:
+def prestart(device: str, env: dict[str, str]) -> None:
+    """Start the zygote for ``device`` in the background so that the first evaluation finds it ready."""
+    if _zygote.enabled():
+        _zygote.POOL.prestart(device, env)
+
+
+def _launch(spec_path: Path, workdir: Path, log_file: IO[bytes], env: dict[str, str], device: str,
+            timeout_s: float) -> tuple[_Worker, IO[bytes], str, float]:
+    """(worker, its stdin for the key, launcher, seconds waited for the zygote): forked if possible, else spawned."""
+    if _zygote.enabled():
+        try:
+            zygote, waited = _zygote.POOL.get(device, env)
+            worker, key_fd = zygote.launch(spec_path, workdir, log_file.fileno(), timeout_s)
+            return worker, os.fdopen(key_fd, "wb"), "zygote", waited
+        except _zygote.ZygoteUnavailable as exc:
+            log.warning("%s; spawning a fresh worker instead", exc)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tritonsmith.tools._worker", str(spec_path)],
+        stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
+        env=env, cwd=workdir, start_new_session=True,
+    )
     assert proc.stdin is not None
+    return _Spawned(proc), proc.stdin, "spawn", 0.0
+
+
+class _Spawned:
+    """A spawned worker behind the same interface as a forked one."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.proc.wait(timeout=timeout)
+
+    def kill_group(self) -> None:
+        """Kill the worker's whole process group, including anything the candidate left running."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+
+
+def _send_key(pipe: IO[bytes], key: bytes) -> None:
     try:
-        proc.stdin.write(key + b"\n")
-        proc.stdin.close()
+        pipe.write(key + b"\n")
+        pipe.close()
     except BrokenPipeError:  # the worker died at start-up; its exit status tells the rest
-        pass
+        try:
+            pipe.close()
+        except BrokenPipeError:
+            pass
 
 
 def _read_result(path: Path, key: bytes) -> tuple[dict[str, Any] | None, bool]:
@@ -98,15 +165,6 @@ def _read_result(path: Path, key: bytes) -> tuple[dict[str, Any] | None, bool]:
         log.warning("the worker's result file carries no valid signature: treating it as forged")
         return None, True
     return data, False
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the worker's whole process group, including anything the candidate left running."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

@@ -35,16 +35,19 @@ class Job:
         self._stage_path = Path(spec["stage_path"])
         self.guards = Guards(spec)
         self.stage_name = ""
+        self._stage_key = ""
         self._stage_start = time.perf_counter()
         self.stage_seconds: dict[str, float] = {}
 
-    def stage(self, name: str) -> None:
+    def stage(self, name: str, key: str | None = None) -> None:
+        """Enter stage ``name`` (what a timeout reports); its time adds up under ``key`` (default: the
+        first word of the name, so the trials share ``trial``)."""
         now = time.perf_counter()
         if self.stage_name:
-            key = self.stage_name.split(" ")[0].split(":")[0]
-            self.stage_seconds[key] = self.stage_seconds.get(key, 0.0) + now - self._stage_start
+            self.stage_seconds[self._stage_key] = self.stage_seconds.get(self._stage_key, 0.0) + now - self._stage_start
         self._stage_start = now
         self.stage_name = name
+        self._stage_key = key or name.split(" ")[0].split(":")[0]
         self._stage_path.write_text(name)
 
     def write(self, result: dict[str, Any], key: bytes) -> None:
@@ -81,12 +84,41 @@ def main(argv: list[str]) -> int:
         result = {"status": exc.status, "stage": exc.stage, "message": exc.message, "error": exc.detail,
                   "rule": exc.rule}
     job.stage("done")
+    result.update(_environment(job.device))
     result["stage_seconds"] = {k: round(v, 3) for k, v in job.stage_seconds.items()}
     if "problem_error" not in result and job.guards.enabled:
         result["checks"] = job.guards.report()
     job.write(result, key)
     sys.stdout.flush()
     return 0
+
+
+def _environment(device: str) -> dict[str, Any]:
+    """Device name and versions as this worker saw them (the caller then needs no CUDA context of its own)."""
+    import platform
+
+    torch = sys.modules.get("torch")
+    triton = sys.modules.get("triton")
+    if torch is None:
+        return {}
+    found: dict[str, Any] = {"versions": {"python": platform.python_version(), "torch": torch.__version__,
+                                          "triton": getattr(triton, "__version__", "missing")}}
+    if device == "cuda" and torch.cuda.is_initialized():
+        found["device_name"] = torch.cuda.get_device_name()
+    return found
+
+
+def exit_now(code: int) -> None:
+    """Flush and leave without interpreter teardown (torch/inductor finalizers cost up to a second).
+
+    The result file is already written (atomically) and nothing the worker leaves behind is needed.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def run(job: Job) -> dict[str, Any]:
@@ -247,6 +279,4 @@ def _status(exc: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    os.environ.setdefault("PYTHONHASHSEED", "0")
-    started = time.perf_counter()
-    sys.exit(main(sys.argv))
+    exit_now(main(sys.argv))

@@ -21,6 +21,7 @@ would have passed, it is rejected.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import platform
@@ -46,7 +47,7 @@ from tritonsmith.tools._results import (
     Violation,
     checks_from_dict,
 )
-from tritonsmith.tools._sandbox import WorkerOutcome, run_worker
+from tritonsmith.tools._sandbox import WorkerOutcome, prestart, run_worker
 
 __all__ = ["evaluate", "resolve_device", "EvalResult", "EvalStatus", "POLICIES", "DEFAULT_POLICY"]
 
@@ -78,7 +79,8 @@ def evaluate(
     """Check a ``ModelNew`` candidate against the reference ``Model`` and, on CUDA, time it.
 
     The candidate runs in a separate worker process: crashes, hangs and GPU faults become a status,
-    never an exception here. Raises :class:`ProblemError` when the reference itself is broken and
+    never an exception here. Workers are forked from a per-process zygote that has already imported
+    torch and triton (``TRITONSMITH_EVAL_ZYGOTE=0`` spawns a fresh interpreter instead; see ``_zygote``). Raises :class:`ProblemError` when the reference itself is broken and
     ``ValueError`` for bad arguments.
 
     Args:
@@ -126,6 +128,13 @@ def evaluate(
     finally:
         if not keep_files and not workdir:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def prestart_worker(device: Device = "auto") -> None:
+    """Start the worker zygote for ``device`` in the background (its imports take seconds), so that the
+    first :func:`evaluate` finds it ready; e.g. while the first candidate is being generated. Optional."""
+    dev = resolve_device(device)
+    prestart(dev, _worker_env(dev))
 
 
 def _static_checks(source: str, reference: str, policy: str) -> tuple[StaticReport, float]:
@@ -197,7 +206,9 @@ def _worker_env(device: str) -> dict[str, str]:
     return env
 
 
+@functools.cache
 def _versions() -> dict[str, str]:
+    """This process's versions (the worker reports its own; these stand in when it died first)."""
     import torch
 
     try:
@@ -209,7 +220,9 @@ def _versions() -> dict[str, str]:
     return {"python": platform.python_version(), "torch": torch.__version__, "triton": triton_version}
 
 
+@functools.cache
 def _device_name(device: str) -> str:
+    """Queried here (a CUDA context in this process) only when the worker died before reporting it."""
     if device == "cpu":
         return f"CPU (Triton interpreter, {platform.machine()})"
     import torch
@@ -219,9 +232,12 @@ def _device_name(device: str) -> str:
 
 def _to_result(outcome: WorkerOutcome, prob: Problem, device: str, tolerance: str,
                candidate_path: Path | None) -> EvalResult:
+    reported = outcome.result or {}
     common: dict[str, Any] = {
-        "problem": prob.name, "device": device, "device_name": _device_name(device), "tolerance": tolerance,
-        "scaling_note": prob.scaling_note, "wall_s": outcome.wall_s, "versions": _versions(),
+        "problem": prob.name, "device": device, "tolerance": tolerance,
+        "device_name": reported.get("device_name") or _device_name(device),
+        "versions": reported.get("versions") or dict(_versions()),
+        "scaling_note": prob.scaling_note, "wall_s": outcome.wall_s,
         "candidate_path": str(candidate_path) if candidate_path else None,
         "timing_note": CPU_TIMING_NOTE if device == "cpu" else None,
     }
@@ -240,10 +256,10 @@ def _to_result(outcome: WorkerOutcome, prob: Problem, device: str, tolerance: st
                           error=_last_lines(outcome.output_tail))
     if "problem_error" in data:
         raise ProblemError(data["problem_error"])
-    return _parse(data, common)
+    return _parse(data, common, outcome.startup_s)
 
 
-def _parse(data: dict[str, Any], common: dict[str, Any]) -> EvalResult:
+def _parse(data: dict[str, Any], common: dict[str, Any], startup_s: float = 0.0) -> EvalResult:
     correctness = None
     if data.get("correctness"):
         c = dict(data["correctness"])
@@ -265,13 +281,19 @@ def _parse(data: dict[str, Any], common: dict[str, Any]) -> EvalResult:
         checks = dataclasses.replace(checks, violations=(*checks.violations, broken))
     return EvalResult(status=EvalStatus(data["status"]), message=data.get("message", ""), error=data.get("error"),
                       stage=data.get("stage"), correctness=correctness, benchmark=bench, rule=data.get("rule"),
-                      checks=checks, stage_seconds=_with_overhead(data.get("stage_seconds", {}), common["wall_s"]), **common)
+                      checks=checks, stage_seconds=_with_overhead(data.get("stage_seconds", {}), common["wall_s"], startup_s),
+                      **common)
 
 
-def _with_overhead(stages: dict[str, float], wall_s: float) -> dict[str, float]:
-    """The worker's stage times plus what they leave out: interpreter start, imports and exit."""
+def _with_overhead(stages: dict[str, float], wall_s: float, startup_s: float = 0.0) -> dict[str, float]:
+    """The worker's stage times plus what they leave out.
+
+    ``process``: starting the worker (a fork, or a fresh interpreter with its imports), its exit and the
+    result hand-over; ``zygote_start`` (only when this evaluation waited for one): the zygote's own start.
+    """
     measured = {k: v for k, v in stages.items() if k != "startup"}
-    return {"process": round(max(0.0, wall_s - sum(measured.values())), 3), **measured}
+    extra = {"zygote_start": round(startup_s, 3)} if startup_s > 0 else {}
+    return {"process": round(max(0.0, wall_s - startup_s - sum(measured.values())), 3), **extra, **measured}
 
 
 def _exit_reason(code: int | None) -> str:

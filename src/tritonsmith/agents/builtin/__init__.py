@@ -5,13 +5,18 @@ matmuls, torch calls), partitions it into fusion groups and emits one Triton ker
 
 - elementwise chains with broadcasting -> one pointwise kernel;
 - reductions and normalizations (sum/mean/max/min/argmax/argmin, softmax, log-softmax, layer/RMS/
-  batch/instance/group norm, losses) -> one row kernel per set of rows, with the ops around them;
+  batch/instance/group norm, losses) -> one row kernel per set of rows, with the ops around them; mean
+  and variance (Welford) and max and sum of exp (online softmax) share one read; few long rows are
+  split over many programs (partials in a small fp32 workspace, then a combine-and-write kernel);
 - matmul / bmm / linear -> a tiled ``tl.dot`` kernel with the following elementwise chain as epilogue;
+  fp32 operands of high-intensity matmuls are pre-split into tf32 hi/lo parts (3xTF32: one pipelined
+  tensor-core dot over 3K), otherwise Triton's ``tf32x3``; never plain tf32;
 - convolutions and pooling stay torch calls, with the chain after them fused into Triton (the hybrid
   policy: the candidate's note names the torch ops that remain).
 
 Refinement reads the evaluator's verdicts in ``request.history`` and tries the next variant (block
-sizes, warps, stages, one-pass vs multi-pass rows, split-K, fp32 dot precision). When nothing can be
+sizes, warps, stages, one-pass vs multi-pass rows, split vs unsplit rows, split-K, 3xTF32 vs tf32x3 vs
+ieee dot precision). When nothing can be
 written it says so (``source=None``, ``exhausted=True``) instead of emitting a torch wrapper.
 """
 

@@ -25,6 +25,31 @@ def _sigmoid(x):
     """sigmoid(x) = 1 / (1 + exp(-x))."""
     return 1.0 / (1.0 + tl.exp(-x))
 ''',
+    "_tf32_split_kernel": '''@triton.jit
+def _tf32_split_kernel(x_ptr, out_ptr, OFF: tl.constexpr, SB: tl.constexpr, SR: tl.constexpr, SC: tl.constexpr,
+                       R: tl.constexpr, C: tl.constexpr, RP: tl.constexpr, CP: tl.constexpr, ROWS: tl.constexpr,
+                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """Split fp32 x[b, r, c] (strides SB, SR, SC from element OFF) for 3xTF32: hi = x rounded to tf32 (10-bit
+    mantissa, nearest), lo = x - hi (exact in fp32), so hi + lo == x and a tf32 tensor-core product of lo loses at
+    most 2^-11 |lo| <= 2^-22 |x|. Writes a zero-padded contiguous out[b] of RP x CP per part: ROWS=True stacks
+    [hi; lo] (2*RP x CP), ROWS=False puts them side by side [hi | lo] (RP x 2*CP)."""
+    b = tl.program_id(2).to(tl.int64)
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)[:, None]
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]
+    x = tl.load(x_ptr + OFF + b * SB + r * SR + c * SC, mask=(r < R) & (c < C), other=0.0).to(tl.float32)
+    bits = x.to(tl.int32, bitcast=True)
+    hi = ((bits + 4096) & -8192).to(tl.float32, bitcast=True)  # round the 13 low mantissa bits away
+    lo = x - hi
+    inside = (r < RP) & (c < CP)
+    if ROWS:
+        dst = out_ptr + b * (2 * RP * CP) + r * CP + c
+        tl.store(dst, hi, mask=inside)
+        tl.store(dst + RP * CP, lo, mask=inside)
+    else:
+        dst = out_ptr + b * (2 * RP * CP) + r * (2 * CP) + c
+        tl.store(dst, hi, mask=inside)
+        tl.store(dst + CP, lo, mask=inside)
+''',
     "_gelu_tanh": '''@triton.jit
 def _gelu_tanh(x):
     """gelu(x) ~= 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""

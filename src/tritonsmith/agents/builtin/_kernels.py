@@ -7,6 +7,8 @@ __all__ = ["KernelSource", "kernel_for", "next_pow2"]
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
 from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Node, UnsupportedError
 from tritonsmith.agents.builtin._partition import FULL, MATMUL, POINTWISE, ROW, Group, Plan, layout
@@ -82,13 +84,14 @@ class _Writer:
         idx = "lin" if rank == FULL else "k"
         lines.append(f"v{n.id} = {pw_expr(n, args, self.helpers, {'idx': idx})}  # {describe(n)}")
 
-    def store(self, n: Node, rank: str) -> str:
-        idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
-        return f"tl.store(out{self.g.outputs.index(n)}_ptr + {idx}, v{n.id}.to({TL_DTYPE[n.dtype]}), mask={mask})"
+    def store(self, n: Node, rank: str, mask: str | None = None) -> str:
+        idx, default = ("lin", "mask") if rank == FULL else ("k", "kmask")
+        return (f"tl.store(out{self.g.outputs.index(n)}_ptr + {idx}, v{n.id}.to({TL_DTYPE[n.dtype]}), "
+                f"mask={mask or default})")
 
-    def signature(self, constexprs: list[str]) -> str:
+    def signature(self, constexprs: list[str], extra_ptrs: tuple[str, ...] = ()) -> str:
         ptrs = [self.ptr[b.id] for b in self.bases] + [f"out{i}_ptr" for i in range(len(self.g.outputs))]
-        return ", ".join(ptrs + [f"{c}: tl.constexpr" for c in constexprs])
+        return ", ".join(ptrs + list(extra_ptrs) + [f"{c}: tl.constexpr" for c in constexprs])
 
     def docstring(self, title: str) -> str:
         math = "\n".join(f"        {describe(n)}" for n in self.g.nodes if n.kind != VIEW)
@@ -97,6 +100,14 @@ class _Writer:
         return f'    """{title}\n\n    Inputs: {ins}. Outputs: {outs}.\n    Math (fp32):\n{math}\n    """'
 
     def launcher(self, grid: str, meta: dict[str, int | str], comment: str) -> str:
+        return self.launcher_multi([(f"{self.name}_kernel", grid, meta)], comment)
+
+    def launcher_multi(self, launches: list[tuple[str, str, dict[str, int | str]]], comment: str,
+                       workspace: dict[str, tuple[tuple[int, ...], str]] | None = None,
+                       own_args: dict[int, list[str]] | None = None) -> str:
+        """Validate the inputs, allocate outputs (and scratch ``workspace``: name -> (shape, dtype)), then
+        launch each (kernel, grid, constexprs) in order: with the inputs, outputs and scratch tensors as
+        arguments, or with ``own_args[i]`` for launch ``i``."""
         args = [f"a{i}" for i in range(len(self.bases))]
         lines = [f"def {self.name}({', '.join(f'{a}: torch.Tensor' for a in args)}):",
                  f'    """{comment}"""']
@@ -107,8 +118,14 @@ class _Writer:
         for i, o in enumerate(self.g.outputs):
             outs.append(f"out{i}")
             lines.append(f"    out{i} = torch.empty({tuple(o.shape)}, device={dev}.device, dtype={o.dtype})")
-        kw = ", ".join(f"{k}={v!r}" for k, v in meta.items())
-        lines.append(f"    {self.name}_kernel[{grid}]({', '.join(args + outs)}, {kw})")
+        scratch = []
+        for wname, (shape, dtype) in (workspace or {}).items():
+            scratch.append(wname)
+            lines.append(f"    {wname} = torch.empty({shape}, device={dev}.device, dtype={dtype})  # scratch")
+        for i, (kernel, grid, meta) in enumerate(launches):
+            kw = ", ".join(f"{k}={v!r}" for k, v in meta.items())
+            call_args = (own_args or {}).get(i, args + outs + scratch)
+            lines.append(f"    {kernel}[{grid}]({', '.join(call_args)}, {kw})")
         lines.append(f"    return {', '.join(outs)}")
         return "\n".join(lines) + "\n"
 
@@ -150,38 +167,7 @@ def pointwise_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Ke
 
 
 # -- matmul ---------------------------------------------------------------------------------------
-def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
-    w = _Writer(plan, g, name)
-    mm = g.nodes[0]
-    a, b = mm.args
-    batched = len(mm.shape) == 3
-    bsz = mm.shape[0] if batched else 1
-    m, n = mm.shape[-2], mm.shape[-1]
-    k = a.shape[-1]
-    (abase, ast, aoff), (bbase, bst, boff) = layout(a, plan.owner), layout(b, plan.owner)
-    ap, bp = w.base_ptr(abase), w.base_ptr(bbase)
-    sab, sam, sak = (ast if batched else (0, *ast))
-    sbb, sbk, sbn = (bst if batched else (0, *bst))
-    if batched:
-        sab = broadcast_strides(a.shape, ast, (bsz, m, k))[0]
-        sbb = broadcast_strides(b.shape, bst, (bsz, k, n))[0]
-    bm, bn, bk = int(cfg.get("BLOCK_M", 128)), int(cfg.get("BLOCK_N", 128)), int(cfg.get("BLOCK_K", 32))
-    prec = cfg.get("precision", "tf32x3")
-    kmask = k % bk != 0
-    w._check_size(bsz * m * n)
-    epi: list[str] = []
-    cache: dict[Any, str] = {}
-    for node in g.nodes[1:]:
-        w.pointwise_line(node, epi, cache)
-    epi += [w.store(o, FULL) for o in g.outputs]
-    i64 = ".to(tl.int64)" if w.idx64 else ""
-    a_mask = "(rm[:, None] < M) & (rk[None, :] < K - k0)" if kmask else "rm[:, None] < M"
-    b_mask = "(rk[:, None] < K - k0) & (rn[None, :] < N)" if kmask else "rn[None, :] < N"
-    src = f'''@triton.jit
-def {name}_kernel({w.signature(["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRECISION"])}):
-{w.docstring(f"C[b] = A[b] @ B[b] ({bsz} x {m}x{k} @ {k}x{n}, fp32 accumulation) with the elementwise chain fused after it.")}
-    M, N, K = {m}, {n}, {k}
-    pid = tl.program_id(0)
+_SWIZZLE = """    pid = tl.program_id(0)
     bid = tl.program_id(1){i64}
     # grouped launch order: GROUP_M row tiles share each column tile of B while it is in L2
     num_m = tl.cdiv(M, BLOCK_M)
@@ -194,7 +180,83 @@ def {name}_kernel({w.signature(["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRE
     rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)){i64}
     rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)){i64}
     rk = tl.arange(0, BLOCK_K)
-    a_ptrs = {ap} + {aoff} + bid * {sab} + rm[:, None] * {sam} + rk[None, :] * {sak}
+"""
+
+
+@dataclass
+class _MM:
+    """Shapes and operand layouts of one (batched) matmul group."""
+
+    bsz: int
+    m: int
+    n: int
+    k: int
+    a: tuple[Node, tuple[int, ...], int]  # base, (batch, m, k) strides, offset
+    b: tuple[Node, tuple[int, ...], int]  # base, (batch, k, n) strides, offset
+
+
+def _mm_shapes(plan: Plan, g: Group) -> _MM:
+    mm = g.nodes[0]
+    a, b = mm.args
+    batched = len(mm.shape) == 3
+    bsz = mm.shape[0] if batched else 1
+    m, n, k = mm.shape[-2], mm.shape[-1], a.shape[-1]
+    (abase, ast, aoff), (bbase, bst, boff) = layout(a, plan.owner), layout(b, plan.owner)
+    sa = broadcast_strides(a.shape, ast, (bsz, m, k)) if batched else (0, *ast)
+    sb = broadcast_strides(b.shape, bst, (bsz, k, n)) if batched else (0, *bst)
+    return _MM(bsz, m, n, k, (abase, tuple(sa), aoff), (bbase, tuple(sb), boff))
+
+
+def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
+    w = _Writer(plan, g, name)
+    mm = g.nodes[0]
+    s = _mm_shapes(plan, g)
+    bm, bn, bk = int(cfg.get("BLOCK_M", 128)), int(cfg.get("BLOCK_N", 128)), int(cfg.get("BLOCK_K", 32))
+    prec = str(cfg.get("precision", "tf32x3"))
+    if prec == "3xtf32" and not (mm.args[0].dtype == mm.args[1].dtype == torch.float32):
+        prec = "tf32x3"  # the hi/lo split is written for fp32 operands
+    ap, bp = w.base_ptr(s.a[0]), w.base_ptr(s.b[0])
+    w._check_size(s.bsz * s.m * s.n)
+    epi: list[str] = []
+    cache: dict[Any, str] = {}
+    for node in g.nodes[1:]:
+        w.pointwise_line(node, epi, cache)
+    epi += [w.store(o, FULL) for o in g.outputs]
+    i64 = ".to(tl.int64)" if w.idx64 else ""
+    head = _SWIZZLE.format(i64=i64)
+    if prec == "3xtf32":
+        kp = -(-s.k // bk) * bk
+        loop, extra = _split3_loop(s, bm, bn, kp), ("wa_ptr", "wb_ptr")
+        what = ("3xTF32: operands pre-split into tf32 hi + lo parts (zero-padded, aligned); C = A_hi B_lo + "
+                "A_lo B_hi + A_hi B_hi as one tf32 tensor-core dot over K' = 3 K, fp32 accumulation")
+    else:
+        loop, extra, what = _direct_loop(s, ap, bp, bk), (), "fp32 accumulation"
+    title = f"C[b] = A[b] @ B[b] ({s.bsz} x {s.m}x{s.k} @ {s.k}x{s.n}, {what}) with the elementwise chain fused after it."
+    src = (f"@triton.jit\ndef {name}_kernel("
+           f"{w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'GROUP_M', 'PRECISION'], extra)}):\n"
+           f"{w.docstring(title)}\n"
+           f"    M, N, K = {s.m}, {s.n}, {s.k}\n" + head + loop +
+           "    mask = (rm[:, None] < M) & (rn[None, :] < N)\n"
+           "    lin = bid * (M * N) + rm[:, None] * N + rn[None, :]\n"
+           f"    v{mm.id} = acc\n" + "".join(f"    {line}\n" for line in epi))
+    grid = f"(triton.cdiv({s.m}, {bm}) * triton.cdiv({s.n}, {bn}), {s.bsz})"
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg.get("GROUP_M", 8)),
+            "PRECISION": "tf32" if prec == "3xtf32" else prec, "num_warps": int(cfg.get("num_warps", 8)),
+            "num_stages": int(cfg.get("num_stages", 3))}
+    comment = f"Launch {name}_kernel: matmul + {len(g.nodes) - 1} fused epilogue ops."
+    if prec != "3xtf32":
+        return KernelSource(name, src, w.launcher(grid, meta, comment), w.bases, list(g.outputs), w.helpers)
+    launcher = _split3_launcher(w, s, (ap, bp), bm, bn, bk, (f"{name}_kernel", grid, meta), comment)
+    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers | {"_tf32_split_kernel"})
+
+
+def _direct_loop(s: _MM, ap: str, bp: str, bk: int) -> str:
+    (sab, sam, sak), aoff = s.a[1], s.a[2]
+    (sbb, sbk, sbn), boff = s.b[1], s.b[2]
+    kmask = s.k % bk != 0
+    a_mask = "(rm[:, None] < M) & (rk[None, :] < K - k0)" if kmask else "rm[:, None] < M"
+    b_mask = "(rk[:, None] < K - k0) & (rn[None, :] < N)" if kmask else "rn[None, :] < N"
+    return f"""    a_ptrs = {ap} + {aoff} + bid * {sab} + rm[:, None] * {sam} + rk[None, :] * {sak}
     b_ptrs = {bp} + {boff} + bid * {sbb} + rk[:, None] * {sbk} + rn[None, :] * {sbn}
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
@@ -204,15 +266,52 @@ def {name}_kernel({w.signature(["BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PRE
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
         a_ptrs += BLOCK_K * {sak}
         b_ptrs += BLOCK_K * {sbk}
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    lin = bid * (M * N) + rm[:, None] * N + rn[None, :]
-    v{mm.id} = acc
-''' + "".join(f"    {line}\n" for line in epi)
-    grid = f"(triton.cdiv({m}, {bm}) * triton.cdiv({n}, {bn}), {bsz})"
-    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg.get("GROUP_M", 8)),
-            "PRECISION": prec, "num_warps": int(cfg.get("num_warps", 8)), "num_stages": int(cfg.get("num_stages", 3))}
-    launcher = w.launcher(grid, meta, f"Launch {name}_kernel: matmul + {len(g.nodes) - 1} fused epilogue ops.")
-    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers)
+"""
+
+
+def _split3_dims(s: _MM, bm: int, bn: int, kp: int) -> tuple[int, int, int, int]:
+    """(padded M, padded N, batches of the A split, batches of the B split)."""
+    mp, np_ = -(-s.m // bm) * bm, -(-s.n // bn) * bn
+    return mp, np_, (s.bsz if s.a[1][0] else 1), (s.bsz if s.b[1][0] else 1)
+
+
+def _split3_loop(s: _MM, bm: int, bn: int, kp: int) -> str:
+    mp, np_, ba, bb = _split3_dims(s, bm, bn, kp)
+    sa = f"bid * {mp * 2 * kp} + " if ba > 1 else ""
+    sb = f"bid * {2 * kp * np_} + " if bb > 1 else ""
+    return f"""    # wa = [A_hi | A_lo] ({mp} x {2 * kp} per batch), wb = [B_hi; B_lo] ({2 * kp} x {np_}): padded, no masks.
+    # K' walks three regions of {kp}: A_hi B_lo, A_lo B_hi, then A_hi B_hi (small products first).
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, {3 * kp}, BLOCK_K):
+        part = k0 // {kp}
+        kk = k0 % {kp} + rk
+        ka = kk + (part == 1).to(tl.int32) * {kp}
+        kb = kk + (part == 0).to(tl.int32) * {kp}
+        a = tl.load(wa_ptr + {sa}rm[:, None] * {2 * kp} + ka[None, :])
+        b = tl.load(wb_ptr + {sb}kb[:, None] * {np_} + rn[None, :])
+        # PRECISION is "tf32" here: hi and lo are exact tf32 values (lo cut by the core: <= 2^-22 |x|),
+        # so the three products reproduce fp32 accuracy (3xTF32, as CUTLASS); the evaluator checks it vs float64
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+"""
+
+
+def _split3_launcher(w: _Writer, s: _MM, ptrs: tuple[str, str], bm: int, bn: int, bk: int,
+                     main: tuple[str, str, dict[str, int | str]], comment: str) -> str:
+    kp = -(-s.k // bk) * bk
+    mp, np_, ba, bb = _split3_dims(s, bm, bn, kp)
+    args = [f"a{w.bases.index(s.a[0])}", f"a{w.bases.index(s.b[0])}"]
+    (sab, sam, sak), (sbb, sbk, sbn) = s.a[1], s.b[1]
+    pre = 64
+    split_a = {"OFF": s.a[2], "SB": sab, "SR": sam, "SC": sak, "R": s.m, "C": s.k, "RP": mp, "CP": kp,
+               "ROWS": False, "BLOCK_R": pre, "BLOCK_C": pre}
+    split_b = {"OFF": s.b[2], "SB": sbb, "SR": sbk, "SC": sbn, "R": s.k, "C": s.n, "RP": kp, "CP": np_,
+               "ROWS": True, "BLOCK_R": pre, "BLOCK_C": pre}
+    launches = [("_tf32_split_kernel", f"(triton.cdiv({mp}, {pre}), triton.cdiv({kp}, {pre}), {ba})", split_a),
+                ("_tf32_split_kernel", f"(triton.cdiv({kp}, {pre}), triton.cdiv({np_}, {pre}), {bb})", split_b),
+                main]
+    workspace = {"wa": ((ba, mp, 2 * kp), "torch.float32"), "wb": ((bb, 2 * kp, np_), "torch.float32")}
+    return w.launcher_multi(launches, comment + " Operands are split into tf32 hi/lo parts first.", workspace,
+                            {0: [args[0], "wa"], 1: [args[1], "wb"]})
 
 
 def kernel_for(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:

@@ -1,52 +1,147 @@
-"""The row kernel: any mix of reductions over one set of rows with the elementwise ops around them.
+"""Row kernels: reductions and normalizations over one set of rows (a fusion group).
 
-A program owns BLOCK_K rows (kept elements ``k``) and walks their BLOCK_R-wide chunks of reduced
+A program owns BLOCK_K rows (kept elements ``k``) and walks BLOCK_R-wide tiles of their reduced
 elements ``r``. Values are tiles: "full" ones [BLOCK_K, BLOCK_R] (one per element) and "kept" ones
-[BLOCK_K, 1] (one per row, results of reductions). Multi-pass: each level of dependent reductions
-(softmax: max, then sum of exp(x - max)) is one loop over the row, recomputing its inputs from memory;
-a last loop writes full-size outputs. One-pass: the whole row fits one tile and is loaded once.
+[BLOCK_K, 1] (one per row, results of reductions). Three shapes of kernel:
+
+- one pass: the whole row fits one tile and is loaded once;
+- multi-pass: one loop over the row per level of dependent reductions, then a loop writing the
+  full-size outputs. Two dependent reductions with a single-read form share one loop (a "pair"):
+  ``sum(x)`` and the centred ``sum((x - sum(x)/R)^2)`` (Welford: per-lane count, mean and M2, merged
+  with Chan's formula) and ``max(x)`` with ``sum(exp(x - max(x)))`` (online softmax: per-lane running
+  max and rescaled sum). Softmax, log-softmax, layer/group norm and variance then read their input
+  twice (statistics, then the write) instead of three times;
+- split: few long rows (LayerNorm over (C, H, W), BatchNorm statistics per channel) leave most SMs
+  idle with one program per row, so each row is cut into SPLIT chunks of CHUNK elements and the grid
+  is (row blocks, SPLIT). A stats kernel per level writes each chunk's partials (sum, max, min, or a
+  pair's statistics) to an fp32 workspace [slots, K, SPLIT]; later kernels combine them (every program
+  of a row reads the row's SPLIT partials: a few KB from L2) and an apply kernel writes the full
+  outputs over the same (rows x chunks) grid.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import REDUCE, Node
+from tritonsmith.agents.builtin._ir import PW, REDUCE, Node
 from tritonsmith.agents.builtin._kernels import KernelSource, _Writer, next_pow2
-from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan, RowDomain
+from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan
 
-__all__ = ["row_kernel"]
+__all__ = ["Pair", "find_pairs", "row_kernel", "split_plan"]
 
+SMS = 132  # streaming multiprocessors of an H100/H200
+TARGET_PROGRAMS = 8 * SMS  # a split row kernel aims at this many programs (several waves per SM)
+SPLIT_MIN_R = 1 << 15  # rows shorter than this are never split unless the configuration forces it
 _IDENTITY = {"sum": "0.0", "max": "-float('inf')", "min": "float('inf')"}
+_REDUCE_FN = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}
 
 
-def _levels(g: Group) -> dict[int, int]:
-    """Reduction depth of each node: 0 before any reduction, L after the L-th dependent one."""
+@dataclass(frozen=True)
+class Pair:
+    """Two dependent reductions computed from one read of ``first.args[0]`` (x).
+
+    ``welford``: first = sum(x), second = sum((x - first / R) ** 2);
+    ``online``: first = max(x), second = sum(exp(x - first)).
+    """
+
+    kind: str
+    first: Node
+    second: Node
+
+
+def _inner(g: Group, a: Any, kind: str, op: str) -> bool:
+    return isinstance(a, Node) and g.has(a) and a.kind == kind and a.op == op
+
+
+def _welford(g: Group, r2: Node, r: int) -> Pair | None:
+    sq = r2.args[0]
+    if not _inner(g, sq, PW, "mul") or sq.args[0] is not sq.args[1] or g.rank[sq.id] != FULL:
+        return None
+    d = sq.args[0]
+    if not _inner(g, d, PW, "sub") or not _inner(g, d.args[1], PW, "div"):
+        return None
+    x, mean = d.args
+    r1, n = mean.args
+    if _inner(g, r1, REDUCE, "sum") and r1.args[0] is x and r1.dims == r2.dims and isinstance(n, float) \
+            and n == float(r) and x.dtype.is_floating_point:
+        return Pair("welford", r1, r2)
+    return None
+
+
+def _online(g: Group, r2: Node) -> Pair | None:
+    e = r2.args[0]
+    if not _inner(g, e, PW, "exp") or not _inner(g, e.args[0], PW, "sub"):
+        return None
+    x, r1 = e.args[0].args
+    if _inner(g, r1, REDUCE, "max") and r1.args[0] is x and r1.dims == r2.dims and x.dtype.is_floating_point:
+        return Pair("online", r1, r2)
+    return None
+
+
+def find_pairs(g: Group) -> dict[int, Pair]:
+    """The group's pairs, keyed by the id of both members (each reduction is in at most one pair)."""
+    assert g.domain is not None
+    out: dict[int, Pair] = {}
+    for n in g.nodes:
+        if n.kind == REDUCE and n.op == "sum" and n.dtype.is_floating_point and n.id not in out:
+            pair = _welford(g, n, g.domain.r) or _online(g, n)
+            if pair is not None and pair.first.id not in out:
+                out[pair.first.id] = out[pair.second.id] = pair
+    return out
+
+
+def levels(g: Group, pairs: dict[int, Pair]) -> dict[int, int]:
+    """Reduction depth of each node: 0 before any reduction, L after the L-th dependent one; the
+    second member of a pair shares its first member's level (both come from one loop)."""
     lv: dict[int, int] = {}
     for n in g.nodes:
-        deps = [lv[a.id] for a in n.node_args() if g.has(a)]
-        base = max(deps, default=0)
-        lv[n.id] = base + 1 if n.kind == REDUCE else base
+        base = max((lv[a.id] for a in n.node_args() if g.has(a)), default=0)
+        pair = pairs.get(n.id)
+        if n.kind == REDUCE:
+            lv[n.id] = lv[pair.first.id] if pair is not None and pair.second is n else base + 1
+        else:
+            lv[n.id] = base
     return lv
 
 
-def _needed_full(g: Group, targets: list[Node]) -> list[Node]:
-    """Full-rank nodes the targets depend on (kept values are already known), in order."""
-    need: set[int] = set()
-    stack = list(targets)
-    while stack:
-        n = stack.pop()
-        for a in n.node_args():
-            if g.has(a) and g.rank[a.id] == FULL and a.id not in need:
-                need.add(a.id)
-                stack.append(a)
-        if g.rank[n.id] == FULL:
-            need.add(n.id)
-    return [n for n in g.nodes if n.id in need and n.kind != REDUCE]
+def splittable(g: Group) -> bool:
+    """Partials of float sum/max/min combine exactly enough in fp32; integer and arg reductions do not split."""
+    return all(n.op in _IDENTITY and n.dtype.is_floating_point for n in g.nodes if n.kind == REDUCE)
 
 
-def _index_lines(dom: RowDomain, i64: bool) -> tuple[list[str], str]:
+def split_plan(g: Group, cfg: dict[str, Any]) -> tuple[int, int]:
+    """(SPLIT, CHUNK): how many chunks each row is cut into (1: not split) and their length.
+
+    ``cfg["split"]``: None or absent = decide from sizes (split when the row blocks alone would give
+    fewer than ``target_programs`` / 2 programs (default TARGET_PROGRAMS) and rows have at least
+    ``split_min_r`` elements (default SPLIT_MIN_R), into about target / row-blocks chunks); 0 or 1 =
+    never; N > 1 = about N chunks whatever the sizes.
+    """
+    dom = g.domain
+    assert dom is not None
+    block_r = min(int(cfg.get("BLOCK_R", 1024)), next_pow2(dom.r))
+    rows = -(-dom.k // int(cfg.get("BLOCK_K", 1)))
+    forced = cfg.get("split")
+    if not splittable(g) or (forced is not None and int(forced) <= 1):
+        return 1, dom.r
+    if forced is None:
+        target = int(cfg.get("target_programs", TARGET_PROGRAMS))
+        if rows * 2 >= target or dom.r < int(cfg.get("split_min_r", SPLIT_MIN_R)):
+            return 1, dom.r
+        want = -(-target // rows)
+    else:
+        want = int(forced)
+    chunk = -(-(-(-dom.r // want)) // block_r) * block_r
+    split = -(-dom.r // chunk)
+    return (split, chunk) if split > 1 else (1, dom.r)
+
+
+def _index_lines(g: Group, i64: bool) -> tuple[list[str], str]:
     """Lines computing the kept part of the row-major index, and the expression of the reduced part."""
+    dom = g.domain
+    assert dom is not None
+
     def part(var: str, runs: tuple[tuple[int, int], ...]) -> str:
         if not runs:
             return "0"
@@ -61,6 +156,21 @@ def _index_lines(dom: RowDomain, i64: bool) -> tuple[list[str], str]:
              f"kmask = k < {dom.k}",
              f"kbase = {part('k', dom.kept_runs)}"]
     return lines, part("r", dom.red_runs)
+
+
+def _needed_full(g: Group, targets: list[Node]) -> list[Node]:
+    """Full-rank nodes the targets depend on (kept values are already known), in order."""
+    need: set[int] = set()
+    stack = list(targets)
+    while stack:
+        n = stack.pop()
+        for a in n.node_args():
+            if g.has(a) and g.rank[a.id] == FULL and a.id not in need:
+                need.add(a.id)
+                stack.append(a)
+        if g.rank.get(n.id) == FULL:
+            need.add(n.id)
+    return [n for n in g.nodes if n.id in need and n.kind != REDUCE]
 
 
 def _accumulate(n: Node, x: str, lines: list[str], init: list[str]) -> None:
@@ -89,88 +199,230 @@ def _finish(n: Node) -> list[str]:
         red = "tl.max" if n.op == "argmax" else "tl.min"
         return [f"{a}_m = {red}({a}_v, axis=1)[:, None]",
                 f"v{n.id} = tl.min(tl.where({a}_v == {a}_m, {a}_i, 2147483647), axis=1)[:, None]"]
-    fn = {"sum": "tl.sum", "max": "tl.max", "min": "tl.min"}[n.op]
-    return [f"v{n.id} = {fn}({a}, axis=1)[:, None]  # {n.op} over the row"]
+    return [f"v{n.id} = {_REDUCE_FN[n.op]}({a}, axis=1)[:, None]  # {n.op} over the row"]
+
+
+def _accumulate_pair(p: Pair, x: str, lines: list[str], init: list[str]) -> None:
+    a = f"acc{p.first.id}"
+    if p.kind == "welford":
+        init += [f"{a}_n = tl.zeros([BLOCK_K, BLOCK_R], tl.float32)",
+                 f"{a}_m = tl.zeros([BLOCK_K, BLOCK_R], tl.float32)",
+                 f"{a}_q = tl.zeros([BLOCK_K, BLOCK_R], tl.float32)"]
+        lines += [f"{a}_n += tl.where(mask, 1.0, 0.0)  # Welford per lane: count, mean, M2",
+                  f"{a}_d = tl.where(mask, {x} - {a}_m, 0.0)",
+                  f"{a}_m += {a}_d / tl.maximum({a}_n, 1.0)",
+                  f"{a}_q += {a}_d * tl.where(mask, {x} - {a}_m, 0.0)"]
+        return
+    init += [f"{a}_m = tl.full([BLOCK_K, BLOCK_R], -float('inf'), tl.float32)",
+             f"{a}_s = tl.zeros([BLOCK_K, BLOCK_R], tl.float32)"]
+    lines += [f"{a}_x = tl.where(mask, {x}, -float('inf'))  # online softmax per lane: running max, sum",
+              f"{a}_t = tl.maximum({a}_m, {a}_x)",
+              f"{a}_z = tl.where({a}_t == -float('inf'), 0.0, {a}_t)",
+              f"{a}_s = {a}_s * tl.exp({a}_m - {a}_z) + tl.exp({a}_x - {a}_z)",
+              f"{a}_m = {a}_t"]
+
+
+def _finish_pair(p: Pair) -> list[str]:
+    a, v1, v2 = f"acc{p.first.id}", f"v{p.first.id}", f"v{p.second.id}"
+    if p.kind == "welford":
+        return [f"{v1} = tl.sum({a}_m * {a}_n, axis=1)[:, None]  # sum over the row",
+                f"{a}_c = {v1} / tl.maximum(tl.sum({a}_n, axis=1)[:, None], 1.0)",
+                f"{a}_e = {a}_m - {a}_c",
+                f"{v2} = tl.sum({a}_q + {a}_n * {a}_e * {a}_e, axis=1)[:, None]  # Chan: sum of (x - mean)^2"]
+    return [f"{v1} = tl.max({a}_m, axis=1)[:, None]  # max over the row",
+            f"{a}_z = tl.where({v1} == -float('inf'), 0.0, {v1})",
+            f"{v2} = tl.sum({a}_s * tl.exp({a}_m - {a}_z), axis=1)[:, None]  # sum of exp(x - max)"]
+
+
+class _RowWriter:
+    """Per-group state shared by the kernels of one row group."""
+
+    def __init__(self, plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> None:
+        assert g.domain is not None
+        self.g, self.dom, self.name = g, g.domain, name
+        self.w = _Writer(plan, g, name)
+        self.w._check_size(self.dom.numel)
+        self.pairs = find_pairs(g) if cfg.get("fuse_stats", True) else {}
+        self.lv = levels(g, self.pairs)
+        self.full_outs = [o for o in g.outputs if g.rank[o.id] == FULL]
+        self.kept_outs = [o for o in g.outputs if g.rank[o.id] == KEPT]
+        self.kept_done: set[int] = set()
+        self.kept_cache: dict[Any, str] = {}
+
+    def reset(self) -> None:
+        """A new kernel: kept values must be computed again."""
+        self.kept_done, self.kept_cache = set(), {}
+
+    def level_list(self) -> list[tuple[int, list[Node]]]:
+        reds = [n for n in self.g.nodes if n.kind == REDUCE]
+        return [(lvl, [n for n in reds if self.lv[n.id] == lvl]) for lvl in sorted({self.lv[n.id] for n in reds})]
+
+    def emit_kept(self, level: int, out: list[str]) -> None:
+        for n in self.g.nodes:
+            if self.g.rank[n.id] == KEPT and n.kind != REDUCE and self.lv[n.id] <= level \
+                    and n.id not in self.kept_done:
+                self.kept_done.add(n.id)
+                self.w.pointwise_line(n, out, self.kept_cache)
+
+    def walk(self, reds: list[Node], stores: list[Node], start: str, span: str) -> list[str]:
+        """One loop over ``[start, start + span)`` of the rows: accumulate ``reds`` (a pair from one
+        read of its input) and store the full-rank ``stores``."""
+        g, w = self.g, self.w
+        firsts = [r for r in reds if r.id not in self.pairs or self.pairs[r.id].first is r]
+        targets = [r.args[0] for r in firsts if g.rank.get(r.args[0].id) == FULL] + stores
+        cache: dict[Any, str] = {}
+        inner = [f"r = {start}r0 + tl.arange(0, BLOCK_R)[None, :]", f"mask = kmask & (r < {self.dom.r})",
+                 "lin = kbase + RPART"]
+        for n in _needed_full(g, targets):
+            w.pointwise_line(n, inner, cache)
+        init: list[str] = []
+        fin: list[str] = []
+        for r in firsts:
+            x = w.value(r.args[0], r.args[0].shape, FULL, inner, cache, True)
+            pair = self.pairs.get(r.id)
+            if pair is None:
+                _accumulate(r, x, inner, init)
+                fin += _finish(r)
+            else:
+                _accumulate_pair(pair, x, inner, init)
+                fin += _finish_pair(pair)
+        inner += [w.store(o, FULL) for o in stores]
+        return init + [f"for r0 in range(0, {span}, BLOCK_R):"] + [f"    {line}" for line in inner] + fin
+
+    def kernel_text(self, kname: str, body: list[str], constexprs: list[str], extra: tuple[str, ...],
+                    title: str) -> str:
+        idx_lines, rpart = _index_lines(self.g, self.w.idx64)
+        body = idx_lines + [line.replace("RPART", rpart) for line in body]
+        return "\n".join([f"@triton.jit\ndef {kname}({self.w.signature(constexprs, extra)}):",
+                          self.w.docstring(title)] + [f"    {line}" for line in body]) + "\n"
 
 
 def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
-    dom = g.domain
-    assert dom is not None
-    w = _Writer(plan, g, name)
-    w._check_size(dom.numel)
-    block_r_full = next_pow2(dom.r)
-    one_pass = bool(cfg.get("one_pass", block_r_full * int(cfg.get("BLOCK_K", 1)) <= 8192))
-    block_r = block_r_full if one_pass else min(int(cfg.get("BLOCK_R", 1024)), block_r_full)
+    rw = _RowWriter(plan, g, name, cfg)
+    dom = rw.dom
+    split, chunk = split_plan(g, cfg)
+    if split > 1:
+        return _split_kernels(rw, cfg, split, chunk)
     block_k = int(cfg.get("BLOCK_K", 1))
-    lv = _levels(g)
+    block_r_full = next_pow2(dom.r)
+    one_pass = bool(cfg.get("one_pass", block_r_full * block_k <= 8192))
+    block_r = block_r_full if one_pass else min(int(cfg.get("BLOCK_R", 1024)), block_r_full)
     body: list[str] = []
-    kept_cache: dict[Any, str] = {}
-    kept_done: set[int] = set()
-
-    def emit_kept(level: int, out: list[str]) -> None:
-        for n in g.nodes:
-            if g.rank[n.id] == KEPT and n.kind != REDUCE and lv[n.id] <= level and n.id not in kept_done:
-                kept_done.add(n.id)
-                w.pointwise_line(n, out, kept_cache)
-
-    emit_kept(0, body)
-    reductions = [n for n in g.nodes if n.kind == REDUCE]
-    full_outs = [o for o in g.outputs if g.rank[o.id] == FULL]
+    rw.emit_kept(0, body)
     if one_pass:
-        body += [f"r = tl.arange(0, BLOCK_R)[None, :]", f"mask = kmask & (r < {dom.r})", f"lin = kbase + RPART"]
-        cache: dict[Any, str] = {}
-        for n in g.nodes:
-            if n.kind == REDUCE:
-                init: list[str] = []
-                lines: list[str] = []
-                x = w.value(n.args[0], n.args[0].shape, FULL, body, cache, True)
-                _accumulate(n, x, lines, init)
-                body += init + lines + _finish(n)
-                kept_done.add(n.id)
-            elif g.rank[n.id] == FULL:
-                w.pointwise_line(n, body, cache)
-            elif n.id not in kept_done:
-                kept_done.add(n.id)
-                w.pointwise_line(n, body, kept_cache)
-        body += [w.store(o, FULL) for o in full_outs]
+        _one_pass_body(rw, body)
     else:
-        for level in range(1, max(lv.values()) + 1):
-            here = [n for n in reductions if lv[n.id] == level]
-            if not here:
-                continue
-            body += _loop(w, g, dom, here, [], lv)
-            emit_kept(level, body)
-        if full_outs:
-            body += _loop(w, g, dom, [], full_outs, lv)
-    body += [w.store(o, KEPT) for o in g.outputs if g.rank[o.id] == KEPT]
-    idx_lines, rpart = _index_lines(dom, w.idx64)
-    body = idx_lines + [line.replace("RPART", rpart) for line in body]
-    mode = "one pass: the row is one tile" if one_pass else "multi-pass: one loop per reduction level"
-    src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK_K', 'BLOCK_R'])}):",
-           w.docstring(f"Row reductions: {dom.k} rows of {dom.r} elements (shape {list(dom.shape)}, reduced "
-                       f"dims {list(dom.dims)}); {mode}.")] + [f"    {line}" for line in body]
-    grid = f"(triton.cdiv({dom.k}, {block_k}),)"
+        for level, reds in rw.level_list():
+            body += rw.walk(reds, [], "", str(dom.r))
+            rw.emit_kept(level, body)
+        if rw.full_outs:
+            body += rw.walk([], rw.full_outs, "", str(dom.r))
+    body += [rw.w.store(o, KEPT) for o in rw.kept_outs]
+    mode = "one pass: the row is one tile" if one_pass else \
+        f"multi-pass: one loop per reduction level{' (paired statistics share a loop)' if rw.pairs else ''}"
+    text = rw.kernel_text(f"{name}_kernel", body, ["BLOCK_K", "BLOCK_R"], (),
+                          f"Row reductions: {dom.k} rows of {dom.r} elements (shape {list(dom.shape)}, reduced "
+                          f"dims {list(dom.dims)}); {mode}.")
     meta = {"BLOCK_K": block_k, "BLOCK_R": block_r, "num_warps": int(cfg.get("num_warps", 4))}
-    launcher = w.launcher(grid, meta, f"Launch {name}_kernel: {len(reductions)} reductions, {len(g.nodes)} ops.")
-    return KernelSource(name, "\n".join(src) + "\n", launcher, w.bases, list(g.outputs), w.helpers)
+    nred = len([n for n in g.nodes if n.kind == REDUCE])
+    launcher = rw.w.launcher(f"(triton.cdiv({dom.k}, {block_k}),)", meta,
+                             f"Launch {name}_kernel: {nred} reductions, {len(g.nodes)} ops.")
+    return KernelSource(name, text, launcher, rw.w.bases, list(g.outputs), rw.w.helpers)
 
 
-def _loop(w: _Writer, g: Group, dom: RowDomain, reds: list[Node], stores: list[Node], lv: dict[int, int]) -> list[str]:
-    """One walk over the row: accumulate ``reds`` and/or store the full-rank ``stores``."""
-    targets = [r.args[0] for r in reds if g.rank.get(r.args[0].id) == FULL] + stores
+def _one_pass_body(rw: _RowWriter, body: list[str]) -> None:
+    """The whole row is one tile: load once, reduce and write from registers, in node order."""
+    g, w = rw.g, rw.w
+    body += ["r = tl.arange(0, BLOCK_R)[None, :]", f"mask = kmask & (r < {rw.dom.r})", "lin = kbase + RPART"]
     cache: dict[Any, str] = {}
-    inner: list[str] = [f"r = r0 + tl.arange(0, BLOCK_R)[None, :]", f"mask = kmask & (r < {dom.r})",
-                        "lin = kbase + RPART"]
-    for n in _needed_full(g, targets):
-        w.pointwise_line(n, inner, cache)
-    init: list[str] = []
-    for n in reds:
-        _accumulate(n, w.value(n.args[0], n.args[0].shape, FULL, inner, cache, True), inner, init)
-    inner += [w.store(o, FULL) for o in stores]
-    out = init + [f"for r0 in range(0, {dom.r}, BLOCK_R):"] + [f"    {line}" for line in inner]
-    for n in reds:
-        out += _finish(n)
+    for n in g.nodes:
+        if n.kind == REDUCE:
+            init: list[str] = []
+            lines: list[str] = []
+            x = w.value(n.args[0], n.args[0].shape, FULL, body, cache, True)
+            _accumulate(n, x, lines, init)
+            body += init + lines + _finish(n)
+            rw.kept_done.add(n.id)
+        elif g.rank[n.id] == FULL:
+            w.pointwise_line(n, body, cache)
+        elif n.id not in rw.kept_done:
+            rw.kept_done.add(n.id)
+            w.pointwise_line(n, body, rw.kept_cache)
+    body += [w.store(o, FULL) for o in rw.full_outs]
+
+
+def _combine(rw: _RowWriter, reds: list[Node], slot: dict[int, int]) -> list[str]:
+    """Kept values of ``reds`` from the SPLIT chunk partials in the workspace."""
+    k_total = rw.dom.k
+    out: list[str] = []
+
+    def load(n: Node, other: str) -> str:
+        out.append(f"p{n.id} = tl.load(ws_ptr + ({slot[n.id]} * {k_total} + k) * SPLIT + cs, mask=smask, "
+                   f"other={other})")
+        return f"p{n.id}"
+
+    for r in reds:
+        pair = rw.pairs.get(r.id)
+        if pair is None:
+            p = load(r, _IDENTITY[r.op])
+            out.append(f"v{r.id} = {_REDUCE_FN[r.op]}({p}, axis=1)[:, None]  # {r.op} of the chunks' partials")
+        elif pair.first is r and pair.kind == "welford":
+            p1, p2, v1, v2, t = load(r, "0.0"), load(pair.second, "0.0"), f"v{r.id}", f"v{pair.second.id}", \
+                f"t{r.id}"
+            out += [f"{v1} = tl.sum({p1}, axis=1)[:, None]  # sum of the chunk sums",
+                    f"{t}_n = tl.minimum(CHUNK, {rw.dom.r} - cs * CHUNK).to(tl.float32)  # elements per chunk",
+                    f"{t}_e = tl.where(smask, {p1} / tl.maximum({t}_n, 1.0) - {v1} / {float(rw.dom.r)}, 0.0)",
+                    f"{v2} = tl.sum({p2} + {t}_n * {t}_e * {t}_e, axis=1)[:, None]  # Chan: M2 of the row"]
+        elif pair.first is r:
+            p1, p2, v1, v2, t = load(r, "-float('inf')"), load(pair.second, "0.0"), f"v{r.id}", \
+                f"v{pair.second.id}", f"t{r.id}"
+            out += [f"{v1} = tl.max({p1}, axis=1)[:, None]  # max of the chunk maxima",
+                    f"{t}_z = tl.where({v1} == -float('inf'), 0.0, {v1})",
+                    f"{v2} = tl.sum({p2} * tl.exp({p1} - {t}_z), axis=1)[:, None]  # rescaled chunk sums"]
     return out
 
 
-
+def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) -> KernelSource:
+    g, dom, name = rw.g, rw.dom, rw.name
+    block_k = int(cfg.get("BLOCK_K", 1))
+    block_r = min(int(cfg.get("BLOCK_R", 1024)), next_pow2(dom.r))
+    levels_ = rw.level_list()
+    slot = {n.id: i for i, n in enumerate(n for _, reds in levels_ for n in reds)}
+    prelude = ["c = tl.program_id(1)  # which chunk of the rows", "rlo = c * CHUNK",
+               "cs = tl.arange(0, BLOCK_S)[None, :]", "smask = kmask & (cs < SPLIT)"]
+    consts = ["BLOCK_K", "BLOCK_R", "BLOCK_S", "SPLIT", "CHUNK"]
+    bodies: list[tuple[str, list[str], str, bool]] = []
+    for i, (level, reds) in enumerate(levels_):
+        rw.reset()
+        body = list(prelude)
+        rw.emit_kept(0, body)
+        for prev_level, prev in levels_[:i]:
+            body += _combine(rw, prev, slot)
+            rw.emit_kept(prev_level, body)
+        body += rw.walk(reds, [], "rlo + ", "CHUNK")
+        body += [f"tl.store(ws_ptr + ({slot[r.id]} * {dom.k} + k) * SPLIT + c, v{r.id}, mask=kmask)  # partial"
+                 for r in reds]
+        bodies.append((f"{name}_stats{i}_kernel", body, f"level-{level} statistics of each chunk", True))
+    rw.reset()
+    body = list(prelude)
+    rw.emit_kept(0, body)
+    for level, reds in levels_:
+        body += _combine(rw, reds, slot)
+        rw.emit_kept(level, body)
+    if rw.full_outs:
+        body += rw.walk([], rw.full_outs, "rlo + ", "CHUNK")
+    body += [rw.w.store(o, KEPT, "kmask & (k * 0 + c == 0)") for o in rw.kept_outs]
+    bodies.append((f"{name}_kernel", body, "combine the partials and write the outputs", bool(rw.full_outs)))
+    texts, launches = [], []
+    meta = {"BLOCK_K": block_k, "BLOCK_R": block_r, "BLOCK_S": next_pow2(split), "SPLIT": split, "CHUNK": chunk,
+            "num_warps": int(cfg.get("num_warps", 4))}
+    for kname, body, what, chunked in bodies:
+        texts.append(rw.kernel_text(kname, body, consts, ("ws_ptr",),
+                                    f"Split row reductions: {dom.k} rows of {dom.r} elements (shape "
+                                    f"{list(dom.shape)}, reduced dims {list(dom.dims)}), each cut into SPLIT "
+                                    f"chunks of CHUNK; this kernel: {what}."))
+        launches.append((kname, f"(triton.cdiv({dom.k}, {block_k}), {split if chunked else 1})", meta))
+    workspace = {"ws": ((len(slot), dom.k, split), "torch.float32")}
+    launcher = rw.w.launcher_multi(launches, f"Launch {name}: {len(bodies) - 1} statistics kernel(s) over "
+                                             f"{split} chunks per row, then the combine/apply kernel.", workspace)
+    return KernelSource(name, "\n\n".join(texts), launcher, rw.w.bases, list(g.outputs), rw.w.helpers)

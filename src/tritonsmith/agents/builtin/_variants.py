@@ -6,9 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from tritonsmith.agents.base import Attempt
 from tritonsmith.agents.builtin._kernels import next_pow2
 from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, Group, Plan
+from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
 from tritonsmith.tools._results import EvalStatus
 
 __all__ = ["Variant", "choose_variant", "group_config", "remaining", "variant_menu"]
@@ -32,13 +35,39 @@ def group_config(g: Group, overrides: dict[str, Any]) -> dict[str, Any]:
     if g.kind == POINTWISE:
         cfg = {"BLOCK": 1024, "num_warps": 4}
     elif g.kind == MATMUL:
-        mm = g.nodes[0]
-        m, n = mm.shape[-2], mm.shape[-1]
-        cfg = {"BLOCK_M": 128 if m > 64 else 64, "BLOCK_N": 128 if n > 64 else 64, "BLOCK_K": 32,
-               "GROUP_M": 8, "num_warps": 8, "num_stages": 3, "precision": "tf32x3"}
+        cfg = _matmul_config(g)
     elif g.kind == ROW and g.domain is not None:
         cfg = _row_config(g)
     cfg.update(overrides)
+    return cfg
+
+
+def mm_intensity(g: Group) -> float:
+    """FLOPs per byte of the operands (2 M N K / 4 (M K + K N) per batch): the hi/lo pre-split of 3xTF32
+    costs about 3x the operand bytes, so it pays only where this is high."""
+    mm = g.nodes[0]
+    a = mm.args[0]
+    m, n, k = mm.shape[-2], mm.shape[-1], a.shape[-1]
+    return 2 * m * n * k / (4 * (m * k + k * n))
+
+
+def _matmul_config(g: Group) -> dict[str, Any]:
+    """Hopper tiles for fp32: 128x128x32 (8 warps, 4 stages: 128 KB of shared memory) by default, 128x256x32
+    (3 stages, 144 KB) when M and N give at least two waves of the larger tiles, 64-wide where M or N is
+    small. Precision: pre-split 3xTF32 (one pipelined tf32 dot over 3K; measured on sm_90 AOT: async wgmma,
+    no register round trip) where the operands' intensity repays the split pass, else Triton's tf32x3
+    (which, on sm_90, splits B through registers and shared memory inside the loop and serializes its dots)."""
+    mm = g.nodes[0]
+    m, n = mm.shape[-2], mm.shape[-1]
+    bsz = mm.shape[0] if len(mm.shape) == 3 else 1
+    fp32 = all(a.dtype == torch.float32 for a in mm.args)
+    cfg: dict[str, Any] = {"BLOCK_M": 128 if m > 64 else 64, "BLOCK_N": 128 if n > 64 else 64, "BLOCK_K": 32,
+                           "GROUP_M": 8, "num_warps": 8, "num_stages": 4,
+                           "precision": "3xtf32" if fp32 and mm_intensity(g) >= 128 else "tf32x3"}
+    if m >= 128 and n >= 256 and bsz * -(-m // 128) * -(-n // 256) >= 2 * _SMS:
+        cfg.update(BLOCK_N=256, num_stages=3)
+    if cfg["precision"] == "tf32x3":
+        cfg["num_stages"] = 3  # the in-loop split keeps extra tiles in shared memory
     return cfg
 
 
@@ -74,30 +103,66 @@ def _split_k(plan: Plan) -> int:
 
 
 def variant_menu(plan: Plan) -> list[Variant]:
-    """The variants worth trying for this plan, best guess first."""
+    """The variants worth trying for this plan, best guess first (the second is the likeliest other winner)."""
     kinds = {g.kind for g in plan.groups}
     split = _split_k(plan)
     base_opts = {"split_k": split} if split else {}
     menu = [Variant("default", "heuristic block sizes" + (f", split-K x{split}" if split else ""), base_opts)]
     if MATMUL in kinds:
-        menu.append(Variant("ieee", "fp32 dot with input_precision='ieee' (tf32x3 missed the tolerance?)",
-                            base_opts, {MATMUL: {"precision": "ieee"}}))
-        menu.append(Variant("mm-64x128", "smaller matmul tiles, 4 warps, 4 stages", base_opts,
-                            {MATMUL: {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4}}))
-        # 128x256 fp32 tiles with BLOCK_K=32 and 3 stages need ~150 KB of shared memory (H100/H200: 227 KB)
-        menu.append(Variant("mm-128x256", "larger matmul tiles (128x256)", base_opts,
-                            {MATMUL: {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3}}))
+        menu += _matmul_variants(plan, base_opts)
         if split:
             menu.append(Variant("no-split-k", "one program per output tile", {}, {}))
     if ROW in kinds:
-        menu.append(Variant("row-multipass", "multi-pass rows with 1024-wide chunks", base_opts,
-                            {ROW: {"one_pass": False, "BLOCK_R": 1024, "num_warps": 4}}))
-        menu.append(Variant("row-wide", "wider row chunks, 8 warps", base_opts,
-                            {ROW: {"BLOCK_R": 4096, "num_warps": 8, "one_pass": False}}))
+        menu += _row_variants(plan, base_opts)
     if POINTWISE in kinds:
         menu.append(Variant("pw-4096", "4096 elements per program, 8 warps", base_opts,
                             {POINTWISE: {"BLOCK": 4096, "num_warps": 8}}))
     return menu
+
+
+def _matmul_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
+    cfgs = [group_config(g, {}) for g in plan.groups if g.kind == MATMUL]
+    presplit = any(c["precision"] == "3xtf32" for c in cfgs)
+    wide = any(c["BLOCK_N"] == 256 for c in cfgs)
+    out = [Variant("ieee", "fp32 dot with input_precision='ieee' (the tf32 split missed the tolerance?)",
+                   base_opts, {MATMUL: {"precision": "ieee", "num_stages": 3}})]
+    if wide:
+        out.append(Variant("mm-128x128", "128x128x32 tiles, 8 warps, 4 stages", base_opts,
+                           {MATMUL: {"BLOCK_N": 128, "num_stages": 4}}))
+    else:
+        # 128x256 fp32 tiles with BLOCK_K=32 and 3 stages: 144 KB of shared memory (H100/H200: 227 KB)
+        out.append(Variant("mm-128x256", "larger matmul tiles (128x256x32, 3 stages)", base_opts,
+                           {MATMUL: {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3}}))
+    if presplit:
+        out.append(Variant("mm-tf32x3", "Triton's in-loop tf32x3 instead of pre-split operands", base_opts,
+                           {MATMUL: {"precision": "tf32x3", "num_stages": 3}}))
+    else:
+        out.append(Variant("mm-3xtf32", "operands pre-split into tf32 hi/lo (one pipelined dot over 3K)",
+                           base_opts, {MATMUL: {"precision": "3xtf32", "num_stages": 4}}))
+    out.append(Variant("mm-64x128", "smaller matmul tiles, 4 warps, 4 stages", base_opts,
+                       {MATMUL: {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4}}))
+    return out
+
+
+def _row_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
+    rows = [g for g in plan.groups if g.kind == ROW and g.domain is not None]
+    splits = [split_plan(g, group_config(g, {}))[0] > 1 for g in rows]
+    out = []
+    if any(splits):
+        out.append(Variant("row-split-2x", "twice as many chunks per split row", base_opts,
+                           {ROW: {"target_programs": 2 * TARGET_PROGRAMS}}))
+        out.append(Variant("row-nosplit", "one program per row block (no split)", base_opts, {ROW: {"split": 1}}))
+    elif any(split_plan(g, {**group_config(g, {}), "split_min_r": 8192,
+                            "target_programs": 4 * TARGET_PROGRAMS})[0] > 1 for g in rows):
+        out.append(Variant("row-split", "rows split into chunks over more programs", base_opts,
+                           {ROW: {"split_min_r": 8192, "target_programs": 4 * TARGET_PROGRAMS}}))
+    out.append(Variant("row-wide", "wider row chunks, 8 warps", base_opts,
+                       {ROW: {"BLOCK_R": 4096, "num_warps": 8, "one_pass": False}}))
+    out.append(Variant("row-multipass", "multi-pass rows with 1024-wide chunks", base_opts,
+                       {ROW: {"one_pass": False, "BLOCK_R": 1024, "num_warps": 4}}))
+    out.append(Variant("row-unpaired", "statistics without the Welford / online-softmax pairing", base_opts,
+                       {ROW: {"fuse_stats": False}}))
+    return out
 
 
 def choose_variant(menu: Sequence[Variant], history: Sequence[Attempt]) -> Variant | None:
@@ -111,8 +176,9 @@ def choose_variant(menu: Sequence[Variant], history: Sequence[Attempt]) -> Varia
     mine = [a for a in history if a.variant and a.variant.removesuffix("+ieee") in keys
             and a.generator in ("builtin", "")]
     tried = {a.variant.removesuffix("+ieee") for a in mine if a.variant}
-    wrong = any(a.result is not None and a.result.status is EvalStatus.WRONG_OUTPUT
-                and not (a.variant or "").endswith("ieee") for a in mine)
+    wrong = any(a.result is not None and not (a.variant or "").endswith("ieee") and (
+        a.result.status is EvalStatus.WRONG_OUTPUT
+        or (a.result.status is EvalStatus.REJECTED and a.result.rule == "precision_lowered")) for a in mine)
     left = [v for v in menu if v.key not in tried and (wrong or v.key != "ieee")]
     if not left:
         return None
