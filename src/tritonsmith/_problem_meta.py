@@ -52,17 +52,32 @@ def instantiate(module: types.ModuleType, name: str, device: str) -> tuple[Any, 
     with torch.device(device):
         try:
             init = check_inputs(module.get_init_inputs(), "get_init_inputs", name)
-            inputs = check_inputs(module.get_inputs(), "get_inputs", name)
         except ProblemError:
             raise
         except Exception as exc:
-            raise ProblemError(f"{name}: building the inputs raised {type(exc).__name__}: {exc}") from exc
+            raise ProblemError(f"{name}: get_init_inputs() raised {type(exc).__name__}: {exc}") from exc
+        inputs = reference_inputs(module, name, device)
         try:
             model = module.Model(*init)
         except Exception as exc:
             raise ProblemError(f"{name}: Model(*get_init_inputs()) raised {type(exc).__name__}: {exc}") from exc
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
     return model.to(device), init, inputs
+
+
+def reference_inputs(module: types.ModuleType, name: str, device: str) -> list[Any]:
+    """``get_inputs()`` with tensor factories defaulting to ``device`` (no host-side build and copy)."""
+    import torch
+
+    from tritonsmith.problem import ProblemError
+
+    with torch.device(device):
+        try:
+            values = check_inputs(module.get_inputs(), "get_inputs", name)
+        except ProblemError:
+            raise
+        except Exception as exc:
+            raise ProblemError(f"{name}: get_inputs() raised {type(exc).__name__}: {exc}") from exc
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def tensor_spec(x: Any) -> TensorSpec:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tritonsmith._modload import import_file
-from tritonsmith._problem_meta import check_inputs, exec_reference, flatten_outputs
+from tritonsmith._problem_meta import check_inputs, exec_reference, flatten_outputs, reference_inputs
 from tritonsmith.problem import ProblemError
 from tritonsmith.tools._errors import CandidateFailure, describe, is_compile_error
 from tritonsmith.tools._guards import Guards
@@ -222,14 +222,7 @@ def input_factory(job: Job, ref_module: Any) -> Callable[[int], list[Any]]:
 
     def make(seed: int) -> list[Any]:
         torch.manual_seed(seed)
-        with torch.device(job.device):
-            try:
-                values = check_inputs(ref_module.get_inputs(), "get_inputs", name)
-            except ProblemError:
-                raise
-            except Exception as exc:
-                raise ProblemError(f"{name}: get_inputs() raised {type(exc).__name__}: {exc}") from exc
-        values = [v.to(job.device) if isinstance(v, torch.Tensor) else v for v in values]
+        values = reference_inputs(ref_module, name, job.device)
         if dtype is not None:
             values = [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
         return values
