@@ -59,6 +59,11 @@ def main() -> None:
             runs = [_run(args.kernelbench / "level1" / cand.name, cand, launcher) for _ in range(repeats)]
             if runs:
                 rows.append({"problem": cand.stem, "launcher": launcher, "runs": runs, **_summary(runs)})
+                _write(out_dir, rows, started, census=None)  # a run cut short still leaves its finished rows
+    print(_write(out_dir, rows, started, census=_census(out_dir) if args.census else None))
+
+
+def _write(out_dir: Path, rows: list[dict[str, Any]], started: float, census: dict[str, Any] | None) -> str:
     zygote_pid = _zygote.POOL.pid("cuda", _worker_env("cuda"))
     report: dict[str, Any] = {
         "date": dt.date.today().isoformat(), "device": _device(), "command": " ".join(sys.argv), "rows": rows,
@@ -68,12 +73,12 @@ def main() -> None:
     for launcher in ("zygote", "spawn"):
         walls = [r["wall_s"] for row in rows if row["launcher"] == launcher for r in row["runs"]]
         report[f"median_wall_s_{launcher}"] = statistics.median(walls) if walls else None
-    if args.census:
-        report["census"] = _census(out_dir)
+    if census:
+        report["census"] = census
     (out_dir / "evaluator_gpu.json").write_text(json.dumps(report, indent=2))
     md = _markdown(report)
     (out_dir / "evaluator_gpu.md").write_text(md)
-    print(md)
+    return md
 
 
 def _run(ref: Path, cand: Path, launcher: str) -> dict[str, Any]:

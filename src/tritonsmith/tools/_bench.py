@@ -60,7 +60,7 @@ def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callab
     outputs: dict[int, Any] = {}
 
     def candidate(args: list[Any]) -> Any:
-        return call_candidate(job, cand_model, args, "benchmark")
+        return call_candidate(job, cand_model, args, "benchmark", sync=False)
 
     job.stage("benchmark: candidate", key="bench_candidate")
     cand = _time(candidate, input_sets, flush, outputs=outputs if checked else None)

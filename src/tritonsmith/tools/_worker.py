@@ -230,14 +230,19 @@ def input_factory(job: Job, ref_module: Any) -> Callable[[int], list[Any]]:
     return make
 
 
-def call_candidate(job: Job, model: Any, inputs: list[Any], stage: str) -> Any:
-    """Run the candidate's forward; its failures become CandidateFailure with a readable message."""
+def call_candidate(job: Job, model: Any, inputs: list[Any], stage: str, *, sync: bool = True) -> Any:
+    """Run the candidate's forward; its failures become CandidateFailure with a readable message.
+
+    ``sync=False`` (timing) leaves the device running: the timer synchronizes after its end event, so the
+    candidate is timed exactly like the baselines and work it hides on another stream shows up as host
+    time the events did not see.
+    """
     import torch
 
     try:
         with torch.no_grad():
             out = model(*inputs)
-        if job.device == "cuda":
+        if sync and job.device == "cuda":
             torch.cuda.synchronize()
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):

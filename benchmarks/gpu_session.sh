@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One GPU visit's worth of measurements, run on the device machine from the repository root:
+#
+#   bash benchmarks/gpu_session.sh PHASE [PHASE ...]      (carry: .whl and .kb; results land in $OUT)
+#
+# Phases (each bounded by `timeout`, so one stuck step cannot eat the visit):
+#   tests      GPU-marked tests (issues 2, 3)                          -> gpu_tests.log
+#   evaluator  evaluator wall time and speedup spread, 11 problems     -> evaluator_gpu.{json,md,log}
+#   overhead   what the anti-cheat checks add to an evaluation         -> evaluator_overhead.json
+#   seeds      the seed library evaluated on this GPU (issue 4)        -> manifest.json
+#   profiler   the profiler on the remaining cases (issue 6)           -> profiler.tar.gz
+#   suite      the built-in generator over levels 1-2 (issues 7, 8)    -> results.jsonl, report.*
+# Environment: EVAL_S, TESTS_S, SUITE_S (seconds per phase), EVAL_ONLY (problem stems), SUITE_ARGS.
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  && export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1 || exit 1
+export OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
+  python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/env.txt" 2>&1
+
+for phase in "$@"; do
+  echo "=== $phase $(date -u +%T)"
+  case $phase in
+    tests)
+      timeout "${TESTS_S:-240}" python3 -m pytest -q -rA -m gpu tests/ -p no:cacheprovider --timeout 100 \
+        > "$OUT/gpu_tests.log" 2>&1; echo "pytest rc=$?" >> "$OUT/gpu_tests.log"; tail -25 "$OUT/gpu_tests.log" ;;
+    evaluator)
+      # shellcheck disable=SC2086
+      timeout "${EVAL_S:-330}" python3 benchmarks/evaluator_gpu.py .kb --repeats 3 --spawn-repeats 0 --no-census \
+        ${EVAL_ONLY:+--only $EVAL_ONLY} 2>&1 | grep -v Warning | tail -60 ;;
+    overhead)
+      timeout 150 python3 benchmarks/evaluator_overhead.py --device cuda --reps 3 2>&1 | tail -15 ;;
+    seeds)
+      timeout 200 python3 benchmarks/seed_library_gpu.py 2>&1 | tail -25 ;;
+    profiler)
+      mkdir -p /tmp/prof && OUT=/tmp/prof timeout 150 python3 benchmarks/profiler_gpu.py .kb --only rmsnorm,matmul_irregular \
+        2>&1 | tail -25; tar czf "$OUT/profiler.tar.gz" -C /tmp/prof . ;;
+    suite)
+      # shellcheck disable=SC2086
+      python3 benchmarks/suite_gpu.py record --kernelbench .kb --run-dir "$PWD/.runs/suite" \
+        --time-budget "${SUITE_S:-420}" --hard-stop "$(( ${SUITE_S:-420} + 100 ))" ${SUITE_ARGS:-} 2>&1 | tail -40 ;;
+    *) echo "unknown phase $phase" ;;
+  esac
+done
+echo "=== done $(date -u +%T)"
