@@ -5,7 +5,8 @@ evaluation (5 correctness trials + timing of candidate, eager and torch.compile)
 with workers forked from the zygote (the default launcher), then ``--spawn-repeats`` times with spawned
 workers (``TRITONSMITH_EVAL_ZYGOTE=0``) for comparison. Records per run the wall time, the stage
 breakdown (``EvalResult.stage_seconds``: process, zygote_start, load_reference, load_candidate, init,
-trial, benchmark, bench_candidate, bench_eager, compile, bench_compiled) and how the worker was
+trial, compile (torch.compile of the reference), bench_timed (candidate, eager and compiled timed
+interleaved), bench_remeasure) and how the worker was
 started, and the spread of the speedups across the zygote runs. Then (``--census``, default on) it
 lists the modules a first CUDA torch.compile still imports after the zygote's preload, in a fresh
 process, so the preload list can be completed.
@@ -36,7 +37,7 @@ from tritonsmith.tools.evaluate import _worker_env, evaluate
 
 HERE = Path(__file__).parent
 STAGES = ("zygote_start", "process", "load_reference", "load_candidate", "init", "trial", "benchmark",
-          "bench_candidate", "bench_eager", "compile", "bench_compiled", "bench_remeasure")
+          "compile", "bench_timed", "bench_remeasure")
 
 
 def main() -> None:

@@ -23,14 +23,17 @@ for phase in "$@"; do
   echo "=== $phase $(date -u +%T)"
   case $phase in
     tests)
-      timeout "${TESTS_S:-240}" python3 -m pytest -q -rA -m gpu tests/ -p no:cacheprovider --timeout 100 \
-        > "$OUT/gpu_tests.log" 2>&1; echo "pytest rc=$?" >> "$OUT/gpu_tests.log"; tail -25 "$OUT/gpu_tests.log" ;;
+      # shellcheck disable=SC2086
+      timeout "${TESTS_S:-240}" python3 -m pytest -v -rA --durations=0 --tb=short -m gpu -p no:cacheprovider \
+        --timeout 100 ${TESTS:-tests/} > "$OUT/gpu_tests${TESTS_TAG:-}.log" 2>&1
+      echo "pytest rc=$?" >> "$OUT/gpu_tests${TESTS_TAG:-}.log"
+      grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|rc=" "$OUT/gpu_tests${TESTS_TAG:-}.log" | tail -30 ;;
     evaluator)
       # shellcheck disable=SC2086
       timeout "${EVAL_S:-330}" python3 benchmarks/evaluator_gpu.py .kb --repeats 3 --spawn-repeats 0 --no-census \
         ${EVAL_ONLY:+--only $EVAL_ONLY} 2>&1 | grep -v Warning | tail -60 ;;
     overhead)
-      timeout 150 python3 benchmarks/evaluator_overhead.py --device cuda --reps 3 2>&1 | tail -15 ;;
+      timeout 150 python3 benchmarks/evaluator_overhead.py --device cuda --reps 5 2>&1 | tail -15 ;;
     seeds)
       timeout 200 python3 benchmarks/seed_library_gpu.py 2>&1 | tail -25 ;;
     profiler)

@@ -4,7 +4,8 @@ Each timed call: flush L2 (write a buffer larger than it), synchronize the whole
 events around the call, synchronize the device again. Device-wide synchronization means work the
 candidate hides on another stream is still inside the host-timed window; the host clock is kept next
 to the event figure so the two can be cross-checked. Input sets rotate so that a cached output of the
-last call cannot win.
+last call cannot win. The three implementations are timed interleaved (one call of each per round), so
+clock and thermal drift cancels out of the speedup ratios.
 
 Hardening: the clock, events and device synchronization are bound when this module is imported (before
 the candidate is); the last output the candidate returned for each input set while being timed is
@@ -62,33 +63,35 @@ def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callab
     def candidate(args: list[Any]) -> Any:
         return call_candidate(job, cand_model, args, "benchmark", sync=False)
 
-    job.stage("benchmark: candidate", key="bench_candidate")
-    cand = _time(candidate, input_sets, flush, outputs=outputs if checked else None)
+    compiled_fn, compiled_note = _compile(job, ref_model, input_sets)
+    fns: dict[str, Callable[[list[Any]], Any]] = {"candidate": candidate, "eager": lambda a: ref_model(*a)}
+    if compiled_fn is not None:
+        fns["compiled"] = lambda a: compiled_fn(*a)
+    job.stage("benchmark: candidate, eager and torch.compile, interleaved", key="bench_timed")
+    timed = _time_interleaved(fns, input_sets, flush, outputs=outputs if checked else None)
+    cand, eager = timed["candidate"], timed["eager"]
     if checked:
         job.guards.checkpoint("benchmark")
         _verify_timed_outputs(outputs, expected)
-    outputs.clear()  # multi-GB problems: free the kept outputs and expected results before the baselines
-    expected.clear()
-    job.stage("benchmark: eager", key="bench_eager")
-    eager = _time(lambda a: ref_model(*a), input_sets, flush)
-    if checked:
         _cross_check(cand, eager)
-    compiled, compiled_note = _time_compiled(job, ref_model, input_sets, flush)
+    outputs.clear()
+    expected.clear()
     remeasured = False
-    best_baseline = min(eager["median_ms"], compiled["median_ms"] if compiled else float("inf"))
+    best_baseline = min(t["median_ms"] for name, t in timed.items() if name != "candidate")
     if best_baseline / cand["median_ms"] > _SUSPICIOUS_SPEEDUP:
         # A speedup this large is more often a measurement or cheating artefact than a kernel: time the
         # candidate again, alone, on inputs it has never seen, and keep the slower figure.
         job.stage("benchmark: re-measure", key="bench_remeasure")
         fresh = _input_sets(make_inputs, seed + 104729)
-        again = _time(candidate, fresh, flush, target_ms=2 * _TARGET_MS)
+        again = _time_interleaved({"candidate": candidate}, fresh, flush, target_ms=2 * _TARGET_MS)["candidate"]
         if checked:
             _cross_check(again, eager)
         cand = max(cand, again, key=lambda t: t["median_ms"])
         remeasured = True
         notes.append(f"speedup above {_SUSPICIOUS_SPEEDUP:g}x: re-measured alone on fresh inputs")
-    return {"candidate": cand, "eager": eager, "compiled": compiled, "compile_mode": job.spec.get("compile_mode", "default"),
-            "compiled_note": compiled_note, "remeasured": remeasured, "notes": notes}
+    return {"candidate": cand, "eager": eager, "compiled": timed.get("compiled"),
+            "compile_mode": job.spec.get("compile_mode", "default"), "compiled_note": compiled_note,
+            "remeasured": remeasured, "notes": notes}
 
 
 def _detach(x: Any) -> Any:
@@ -152,23 +155,45 @@ def _input_sets(make_inputs: Callable[[int], list[Any]], seed: int) -> list[list
     return [first] + [make_inputs(seed + i) for i in range(1, count)]
 
 
-def _time(fn: Callable[[list[Any]], Any], input_sets: list[list[Any]], flush: Any,
-          target_ms: float = _TARGET_MS, outputs: dict[int, Any] | None = None) -> dict[str, Any]:
+def _time_interleaved(fns: dict[str, Callable[[list[Any]], Any]], input_sets: list[list[Any]], flush: Any,
+                      target_ms: float = _TARGET_MS, outputs: dict[int, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Time each implementation in turn, one call each per round, so the speedup ratios see the same clocks.
+
+    Drift between evaluations (GPU clocks, temperature, allocator state) moves all implementations alike
+    within a round; timing them one after another would fold it into the ratio. Every implementation gets
+    ``target_ms`` of timed calls (10 to 200 rounds, set by the slowest). ``outputs`` keeps the candidate's
+    last output per input set, to be checked against the reference.
+    """
     with torch.no_grad():
-        _warm_up(fn, input_sets)
-        first = _one(fn, input_sets[0], flush)[0]
-        reps = int(min(_MAX_REPS, max(_MIN_REPS, target_ms / max(first, 1e-3))))
-        events: list[float] = []
-        hosts: list[float] = []
+        firsts = {}
+        for name, fn in fns.items():
+            _warm_up(fn, input_sets)
+            firsts[name] = _one(fn, input_sets[0], flush)[0]
+        reps = int(min(_MAX_REPS, max(_MIN_REPS, target_ms / max(max(firsts.values()), 1e-3))))
+        events: dict[str, list[float]] = {name: [] for name in fns}
+        hosts: dict[str, list[float]] = {name: [] for name in fns}
         for r in range(reps):
-            ev, host, out = _one(fn, input_sets[r % len(input_sets)], flush, keep=outputs is not None)
-            events.append(ev)
-            hosts.append(host)
-            if outputs is not None:
-                outputs[r % len(input_sets)] = out
-            del out
+            args = input_sets[r % len(input_sets)]
+            for name, fn in fns.items():
+                keep = outputs is not None and name == "candidate"
+                ev, host, out = _one(fn, args, flush, keep=keep)
+                events[name].append(ev)
+                hosts[name].append(host)
+                if keep:
+                    outputs[r % len(input_sets)] = out
+                del out
+    return {name: _stats(events[name], hosts[name]) for name in fns}
+
+
+def _time(fn: Callable[[list[Any]], Any], input_sets: list[list[Any]], flush: Any,
+          target_ms: float = _TARGET_MS) -> dict[str, Any]:
+    """One implementation alone (the profiler's per-implementation figures)."""
+    return _time_interleaved({"fn": fn}, input_sets, flush, target_ms=target_ms)["fn"]
+
+
+def _stats(events: list[float], hosts: list[float]) -> dict[str, Any]:
     q = statistics.quantiles(events, n=5)
-    return {"median_ms": statistics.median(events), "p20_ms": q[0], "p80_ms": q[3], "reps": reps,
+    return {"median_ms": statistics.median(events), "p20_ms": q[0], "p80_ms": q[3], "reps": len(events),
             "host_median_ms": statistics.median(hosts)}
 
 
@@ -199,7 +224,8 @@ def _one(fn: Callable[[list[Any]], Any], args: list[Any], flush: Any, keep: bool
     return start.elapsed_time(end), host_ms, out if keep else None
 
 
-def _time_compiled(job: Job, ref_model: Any, input_sets: list[list[Any]], flush: Any) -> tuple[dict[str, Any] | None, str | None]:
+def _compile(job: Job, ref_model: Any, input_sets: list[list[Any]]) -> tuple[Callable[..., Any] | None, str]:
+    """``torch.compile`` of the reference, compiled by its first call; None when disabled or failing."""
     mode = job.spec.get("compile_mode", "default")
     if mode == "none":
         return None, "torch.compile baseline disabled"
@@ -213,6 +239,4 @@ def _time_compiled(job: Job, ref_model: Any, input_sets: list[list[Any]], flush:
         compile_s = _perf_counter() - t0
     except Exception as exc:  # inductor failing on the reference is a baseline gap, not the candidate's fault
         return None, f"torch.compile failed on the reference: {type(exc).__name__}: {str(exc)[:300]}"
-    job.stage("benchmark: compiled", key="bench_compiled")
-    timing = _time(lambda a: compiled(*a), input_sets, flush)
-    return timing, f"compiled in {compile_s:.1f} s (mode {mode})"
+    return compiled, f"compiled in {compile_s:.1f} s (mode {mode})"
