@@ -34,7 +34,7 @@ def measure(device: str, reps: int, trials: int, compile_mode: str) -> dict[str,
     candidate = example_path("softmax_triton.py").read_text()
     walls: dict[bool, list[float]] = {True: [], False: []}
     worker: dict[bool, list[float]] = {True: [], False: []}
-    evaluate(reference, candidate, device=device, trials=1, benchmark=False)  # warm caches (Triton, imports)
+    evaluate(reference, candidate, device=device, trials=1, compile_mode=compile_mode)  # warm caches (Triton, inductor)
     for _ in range(reps):
         for checks in (True, False):
             start = time.perf_counter()
@@ -73,12 +73,14 @@ def main() -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--trials", type=int, default=5)
-    parser.add_argument("--compile-mode", default="none", help="torch.compile baseline (none keeps the run short)")
+    parser.add_argument("--compile-mode", default=None,
+                        help="torch.compile baseline (default: 'default' on CUDA, as one evaluation runs it; 'none' on the CPU)")
     parser.add_argument("--gpu-tests", action="store_true")
     args = parser.parse_args()
     out = Path(os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)
-    data = measure(args.device, args.reps, args.trials, args.compile_mode)
+    compile_mode = args.compile_mode or ("default" if args.device == "cuda" else "none")
+    data = measure(args.device, args.reps, args.trials, compile_mode)
     if args.gpu_tests:
         data["gpu_tests_exit_code"] = run_gpu_tests(out)
     (out / "evaluator_overhead.json").write_text(json.dumps(data, indent=2))

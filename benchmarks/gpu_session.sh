@@ -10,12 +10,17 @@
 #   seeds      the seed library evaluated on this GPU (issue 4)        -> manifest.json
 #   profiler   the profiler on the remaining cases (issue 6)           -> profiler.tar.gz
 #   suite      the built-in generator over levels 1-2 (issues 7, 8)    -> results.jsonl, report.*
+# Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S (seconds per phase), EVAL_ONLY (problem stems), SUITE_ARGS.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   && export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1 || exit 1
-export OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+# Phases write into RAW; after each phase RAW is packed into $OUT/all.tar.gz (the device returns at most
+# 8 files, and a visit cut short by its time limit still returns what the finished phases wrote).
+RESULTS=${OUT:-/tmp/out}
+export OUT=/tmp/raw
+mkdir -p "$OUT" "$RESULTS"
+pack() { tar czf "$RESULTS/.all.tar.gz" -C "$OUT" . && mv "$RESULTS/.all.tar.gz" "$RESULTS/all.tar.gz"; }
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/env.txt" 2>&1
 
@@ -41,9 +46,10 @@ for phase in "$@"; do
         2>&1 | tail -25; tar czf "$OUT/profiler.tar.gz" -C /tmp/prof . ;;
     suite)
       # shellcheck disable=SC2086
-      python3 benchmarks/suite_gpu.py record --kernelbench .kb --run-dir "$PWD/.runs/suite" \
+      timeout "$(( ${SUITE_S:-420} + 110 ))" python3 benchmarks/suite_gpu.py record --kernelbench .kb --run-dir "$PWD/.runs/suite" \
         --time-budget "${SUITE_S:-420}" --hard-stop "$(( ${SUITE_S:-420} + 100 ))" ${SUITE_ARGS:-} 2>&1 | tail -40 ;;
     *) echo "unknown phase $phase" ;;
   esac
+  pack
 done
 echo "=== done $(date -u +%T)"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tritonsmith._problem_meta import flatten_outputs
-from tritonsmith.tools._guards import reject
+from tritonsmith.tools._guards import live_threads, reject
 
 if TYPE_CHECKING:
     from tritonsmith.tools._worker import Job
@@ -230,6 +230,7 @@ def _compile(job: Job, ref_model: Any, input_sets: list[list[Any]]) -> tuple[Cal
     if mode == "none":
         return None, "torch.compile baseline disabled"
     job.stage("benchmark: torch.compile", key="compile")
+    before = live_threads()
     try:
         compiled = torch.compile(ref_model, mode=None if mode == "default" else mode)
         t0 = _perf_counter()
@@ -239,4 +240,7 @@ def _compile(job: Job, ref_model: Any, input_sets: list[list[Any]]) -> tuple[Cal
         compile_s = _perf_counter() - t0
     except Exception as exc:  # inductor failing on the reference is a baseline gap, not the candidate's fault
         return None, f"torch.compile failed on the reference: {type(exc).__name__}: {str(exc)[:300]}"
+    finally:
+        # The candidate has not run since the last checkpoint: threads started here are inductor's own.
+        job.guards.admit_threads(live_threads() - before)
     return compiled, f"compiled in {compile_s:.1f} s (mode {mode})"

@@ -438,6 +438,10 @@ class Guards:
                 raise reject("cuda_stream", stage, "the candidate switched the current CUDA stream; work on another "
                              "stream escapes the timer")
 
+    def admit_threads(self, idents: set[int]) -> None:
+        """Threads the evaluator itself started (inductor's tqdm monitor while compiling the reference)."""
+        self._threads |= idents
+
     def before_benchmark(self) -> None:
         """Check, then take the launch counter out so it costs nothing while timing."""
         self.checkpoint("correctness")

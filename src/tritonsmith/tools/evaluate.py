@@ -192,6 +192,8 @@ def _is_path(candidate: str | Path) -> bool:
 
 def _worker_env(device: str) -> dict[str, str]:
     env = dict(os.environ)
+    # pytest names the running test here: it would change the zygote's key, and restart it, every test
+    env.pop("PYTEST_CURRENT_TEST", None)
     env["PYTHONUNBUFFERED"] = "1"
     src = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)

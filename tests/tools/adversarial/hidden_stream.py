@@ -13,11 +13,11 @@ def _slow_softmax_kernel(x_ptr, out_ptr, n_cols, REPEAT: tl.constexpr, BLOCK: tl
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for _ in range(REPEAT):  # make the hidden work long enough to matter
-        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    for _ in range(REPEAT):  # make the hidden work long enough to matter (volatile: no hoisting out of the loop)
+        x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"), volatile=True)
         num = tl.exp(x - tl.max(x, axis=0))
-        acc = num / tl.sum(num, axis=0)
-    tl.store(out_ptr + row * n_cols + cols, acc, mask=mask)
+        acc += num / tl.sum(num, axis=0)
+    tl.store(out_ptr + row * n_cols + cols, acc / REPEAT, mask=mask)
 
 
 _api = torch.cuda.__dict__
