@@ -126,3 +126,38 @@ def test_start_from_a_users_wrong_kernel(softmax_reference, softmax_candidate, w
         (0, "user", "wrong_output"), (1, "llm", "correct")]
     prompt = _last_human(model, 0)
     assert "The user's kernel (iteration 0, wrong_output)" in prompt and "first bad index" in prompt
+
+
+def _timed_correct(problem: Any, candidate: str, **kwargs: Any) -> Any:
+    """A GPU verdict without a GPU: correct, timed at 2.0 ms against 3.0 ms eager and 2.5 ms compiled."""
+    from tritonsmith.tools._results import BenchmarkReport, EvalResult, EvalStatus, Timing
+
+    def timing(ms: float) -> Timing:
+        return Timing(median_ms=ms, p20_ms=ms, p80_ms=ms, reps=10, host_median_ms=ms)
+
+    bench = BenchmarkReport(candidate=timing(2.0 + 0.1 * len(candidate) % 3), eager=timing(3.0),
+                            compiled=timing(2.5), compile_mode="default")
+    return EvalResult(status=EvalStatus.CORRECT, message="correct on 1 trials", problem=problem.name, device="cuda",
+                      device_name="Fake GPU", tolerance="kernelbench", benchmark=bench)
+
+
+@pytest.mark.parametrize("iterations, profiled", [(1, 0), (3, 2)])
+def test_only_attempts_that_will_be_refined_are_profiled(softmax_reference, softmax_candidate, monkeypatch,
+                                                         iterations, profiled):
+    """A profile feeds the next generation; after the last iteration it would only cost GPU time."""
+    import tritonsmith.tools.evaluate as evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "resolve_device", lambda device: "cuda")
+    calls: list[str] = []
+
+    def profiler(problem: Any, source: str, *, device: str) -> str:
+        calls.append(source)
+        return "memory-bound at 40% of the floor"
+
+    variants = [submit(softmax_candidate.replace("BLOCK", f"BLOCK{i}")) for i in range(iterations)]
+    graph = compile_kernel_graph(model=ScriptedChatModel(script=variants), memory=False, evaluator=_timed_correct,
+                                 profiler=profiler)
+    final = graph.invoke({"problem": str(softmax_reference)}, context={"device": "cuda", "iterations": iterations})
+    assert [a["status"] for a in final["attempts"]] == ["correct"] * iterations
+    assert len(calls) == profiled
+    assert [bool(a.get("profile")) for a in final["attempts"]] == [True] * profiled + [False]

@@ -163,9 +163,12 @@ class KernelNodes:
 
     # -- profile --------------------------------------------------------------------------------
     def profile(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
-        """Profile a correct attempt (on a GPU); explain a failed one. Either way, enrich its feedback."""
+        """Profile a correct attempt that will be refined (on a GPU); explain a failed one. Either way, enrich
+        its feedback."""
         rec = dict(state["attempts"][-1])
-        if rec["reward"] > 0:
+        # A profile only informs the next generation: none follows the last iteration (on a GPU it costs
+        # ~20 s of torch.compile and ncu per attempt).
+        if rec["reward"] > 0 and routing.decide(state, self._settings(runtime))["action"] == "refine":
             findings = self._profile(state, rec)
             if findings:
                 rec["profile"] = findings
