@@ -14,7 +14,8 @@ from tritonsmith.tools._ncu import NcuKernel, NcuReport, parse_ncu_csv, run_ncu
 from tritonsmith.tools._results import Timing
 from tritonsmith.tools._sol import datasheet_ceilings, speed_of_light, work_count
 from tritonsmith.tools._torch_profile import summarize_kernels
-from tritonsmith.tools.profile import ImplProfile, ProfileReport, ProfileStatus, profile_kernel, summarize
+from tritonsmith.tools.profile import (ImplProfile, ProfileReport, ProfileStatus, hint_codes, profile_kernel,
+                                      summarize)
 
 torch = pytest.importorskip("torch")
 
@@ -150,6 +151,7 @@ def test_summary_names_the_bottleneck_and_the_next_step() -> None:
     assert "= 41% of bandwidth" in first and "(41% of speed of light)" in first
     assert "3 kernels where 1 would do: fuse them" in text
     assert "3 kernel launches" in text
+    assert hint_codes(text)[0] == "fuse_kernels"
 
 
 def test_summary_reports_spills_counters_and_near_optimal() -> None:
@@ -165,7 +167,11 @@ def test_summary_reports_spills_counters_and_near_optimal() -> None:
     near = _gpu_report()
     fast = near.impls[0]
     fast = ImplProfile(**{**fast.__dict__, "percent_of_sol": 91.0})
-    assert "within 91% of the speed of light" in summarize(_gpu_report(impls=(fast,)))
+    near_text = summarize(_gpu_report(impls=(fast,)))
+    assert "within 91% of the speed of light" in near_text
+    assert hint_codes(near_text) == ("near_peak",)
+    assert {"spills", "few_programs", "low_occupancy"} <= set(hint_codes(text))
+    assert hint_codes("no hints line here") == ()
 
 
 def test_summarize_kernels_shares_gaps_and_triton_split() -> None:

@@ -31,13 +31,15 @@ from tritonsmith.tools._results import Timing, _to_jsonable
 from tritonsmith.tools._sol import DeviceCeilings, SpeedOfLight, WorkCount, ceilings_for, speed_of_light, work_count
 from tritonsmith.tools._torch_profile import ForwardBreakdown, breakdown_from_dict
 
-__all__ = ["ImplProfile", "ProfileReport", "ProfileStatus", "profile_kernel", "profile_kernel_tool"]
+__all__ = ["HINTS_PREFIX", "ImplProfile", "ProfileReport", "ProfileStatus", "hint_codes", "profile_kernel",
+           "profile_kernel_tool"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TARGET_GPU = "NVIDIA H200"
 _SMS = {90: 132, 80: 108, 89: 128, 100: 148}
 _TIMEOUT_S = {"aot": 240.0, "gpu": 300.0, "ncu": 120.0}
+HINTS_PREFIX = "hints: "  # the summary line listing the advice codes (see :func:`hint_codes`)
 
 
 class ProfileStatus(StrEnum):
@@ -302,8 +304,22 @@ def summarize(report: ProfileReport) -> str:
             lines.append(f"ncu: {report.ncu.note}")
     advice = _advice(report)
     if advice:
-        lines.append("next: " + advice[0] + ("" if len(advice) == 1 else "; also: " + "; ".join(advice[1:3])))
+        texts = [text for _, text in advice]
+        lines.append("next: " + texts[0] + ("" if len(texts) == 1 else "; also: " + "; ".join(texts[1:3])))
+        lines.append(HINTS_PREFIX + ", ".join(dict.fromkeys(code for code, _ in advice)))
     return "\n".join(lines)
+
+
+def hint_codes(text: str) -> tuple[str, ...]:
+    """The advice codes of a profile summary (its ``hints:`` line): what a generator without an LLM reads.
+
+    Codes: near_peak, fix_error, fuse_kernels, torch_outside, launch_bound, no_compile, spills,
+    shared_memory, few_programs, extra_dram_traffic, low_occupancy, memory_bound, compute_bound.
+    """
+    for line in text.splitlines():
+        if line.startswith(HINTS_PREFIX):
+            return tuple(c.strip() for c in line[len(HINTS_PREFIX):].split(",") if c.strip())
+    return ()
 
 
 def _headline(r: ProfileReport) -> str:
@@ -335,66 +351,67 @@ def _headline(r: ProfileReport) -> str:
     return f"{main.label}: {sol.bound}-bound at {achieved}; " + ", ".join(parts) + f"; {floor}; {where}.{err}"
 
 
-def _advice(r: ProfileReport) -> list[str]:
-    """Ordered suggestions; the first is the one to try next."""
+def _advice(r: ProfileReport) -> list[tuple[str, str]]:
+    """Ordered (code, suggestion) pairs; the first is the one to try next."""
     if r.candidate_error:
-        return ["fix the candidate first (see the error above)"]
+        return [("fix_error", "fix the candidate first (see the error above)")]
     sol, cand = r.sol, r.impl("candidate")
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     pct = cand.percent_of_sol if cand else None
     if pct is not None and pct >= 85:
-        return [f"within {pct:.0f}% of the speed of light: little left to gain"]
+        return [("near_peak", f"within {pct:.0f}% of the speed of light: little left to gain")]
     launches = (cand.breakdown.triton_launches if cand and cand.breakdown else None) or r.launches_per_forward
     memory = sol is not None and sol.bound == "memory"
     if launches and launches > 1 and memory:
-        out.append(f"{launches} kernels where 1 would do: fuse them into one kernel "
-                   "(each extra kernel writes and re-reads its intermediate through DRAM)")
+        out.append(("fuse_kernels", f"{launches} kernels where 1 would do: fuse them into one kernel "
+                    "(each extra kernel writes and re-reads its intermediate through DRAM)"))
     if cand and cand.breakdown and cand.breakdown.kernel_us > 0:
         b = cand.breakdown
         if b.other_us / b.kernel_us > 0.2:
             others = ", ".join(k.name[:40] for k in b.kernels if not k.triton)[:160]
-            out.append(f"{100 * b.other_us / b.kernel_us:.0f}% of GPU time is outside Triton kernels ({others}): "
-                       "move that work into the kernel")
+            out.append(("torch_outside", f"{100 * b.other_us / b.kernel_us:.0f}% of GPU time is outside Triton "
+                        f"kernels ({others}): move that work into the kernel"))
         if b.span_us and b.gap_us / b.span_us > 0.3:
-            out.append(f"launch-bound: {b.gap_us:.0f} us of {b.span_us:.0f} us idle between kernels: fewer, larger kernels")
+            out.append(("launch_bound", f"launch-bound: {b.gap_us:.0f} us of {b.span_us:.0f} us idle between "
+                        "kernels: fewer, larger kernels"))
     out += _facts_advice(r)
     out += _ncu_advice(r, memory)
-    if pct is not None and pct < 60 and not out:
-        out.append(_bound_advice(memory, pct))
-    elif pct is None and sol is not None and not out:
-        out.append(_bound_advice(memory, None))
+    if (pct is None or pct < 60) and sol is not None and not out:
+        out.append(("memory_bound" if memory else "compute_bound", _bound_advice(memory, pct)))
     return out
 
 
-def _facts_advice(r: ProfileReport) -> list[str]:
+def _facts_advice(r: ProfileReport) -> list[tuple[str, str]]:
     out = []
     for f in r.compile_facts:
         if f.error:
-            out.append(f"{f.kernel} does not compile for {f.target}: {f.error[:200]}")
+            out.append(("no_compile", f"{f.kernel} does not compile for {f.target}: {f.error[:200]}"))
         elif f.spills:
-            out.append(f"{f.kernel} spills ({f.local_bytes} B local memory per thread, {f.registers} registers): "
-                       "smaller tiles, fewer num_stages or more num_warps")
+            out.append(("spills", f"{f.kernel} spills ({f.local_bytes} B local memory per thread, {f.registers} "
+                        "registers): smaller tiles, fewer num_stages or more num_warps"))
         elif f.shared_bytes and f.shared_bytes > 227 * 1024:
-            out.append(f"{f.kernel} needs {f.shared_bytes // 1024} KiB shared memory (> 227 KiB on sm_90): smaller tiles")
+            out.append(("shared_memory", f"{f.kernel} needs {f.shared_bytes // 1024} KiB shared memory (> 227 KiB "
+                        "on sm_90): smaller tiles"))
     sms = _SMS.get(int(r.compile_facts[0].target.removeprefix("sm_")), 132) if r.compile_facts else 132
     small = [f for f in r.compile_facts if f.programs is not None and f.programs < sms]
     if small:
-        out.append(f"{small[0].kernel} runs {small[0].programs} programs for {sms} SMs: split the work finer")
+        out.append(("few_programs", f"{small[0].kernel} runs {small[0].programs} programs for {sms} SMs: split "
+                    "the work finer"))
     return out
 
 
-def _ncu_advice(r: ProfileReport, memory: bool) -> list[str]:
+def _ncu_advice(r: ProfileReport, memory: bool) -> list[tuple[str, str]]:
     if r.ncu is None or not r.ncu.kernels or r.work is None:
         return []
     out = []
     moved = sum(k.dram_bytes or 0.0 for k in r.ncu.kernels)
     if memory and r.ncu.total_kernels <= len(r.ncu.kernels) and moved > 1.5 * r.work.min_bytes:
-        out.append(f"moves {moved / r.work.min_bytes:.1f}x the minimum bytes through DRAM: read each input once "
-                   "(keep rows in registers/shared memory instead of a second pass)")
+        out.append(("extra_dram_traffic", f"moves {moved / r.work.min_bytes:.1f}x the minimum bytes through DRAM: "
+                    "read each input once (keep rows in registers/shared memory instead of a second pass)"))
     top: NcuKernel = r.ncu.kernels[0]
     if top.achieved_occupancy_pct is not None and top.achieved_occupancy_pct < 25:
-        out.append(f"low occupancy ({top.achieved_occupancy_pct:.0f}%) in {top.name[:40]}: fewer registers or "
-                   "shared memory per program, or more programs")
+        out.append(("low_occupancy", f"low occupancy ({top.achieved_occupancy_pct:.0f}%) in {top.name[:40]}: "
+                    "fewer registers or shared memory per program, or more programs"))
     return out
 
 

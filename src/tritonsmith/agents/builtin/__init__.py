@@ -103,8 +103,11 @@ class BuiltinGenerator:
         while True:
             variant = choose_variant(state.menu, history)
             if variant is None:
-                return Candidate(source=None, exhausted=True,
-                                 note=f"builtin: all {len(state.menu)} variants tried; no further ideas")
+                from tritonsmith.agents.builtin._hints import NEAR_PEAK_NOTE, profile_hints
+
+                why = NEAR_PEAK_NOTE if "near_peak" in profile_hints(history) else \
+                    f"all {len(state.menu)} variants tried; no further ideas"
+                return Candidate(source=None, exhausted=True, note=f"builtin: {why}")
             try:
                 traced, plan = _plan(problem, variant.options, state.exported)
                 source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,

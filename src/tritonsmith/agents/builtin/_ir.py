@@ -1,4 +1,5 @@
-"""The small graph the built-in generator works on: tensors, pointwise ops, reductions, matmuls, torch calls.
+"""The small graph the built-in generator works on: tensors, pointwise ops, reductions, matmuls, pooling
+windows, scans, torch calls.
 
 Every value has a static shape (KernelBench shapes are fixed; the emitted module checks them at run
 time). Reductions always keep their dimensions; ``keepdim=False`` is a reduction followed by a view.
@@ -19,6 +20,8 @@ REDUCE = "reduce"  # reduction over ``dims`` (kept as size 1); ``op`` in sum/max
 VIEW = "view"      # reshape / permute / expand; ``attrs['how']`` says which
 MM = "mm"          # batched matmul: args (A[B,M,K], B[B,K,N]) -> [B,M,N] (B may be absent: 2-D)
 EXTERN = "extern"  # a torch call kept as is (``attrs['call']`` formats it)
+WINDOW = "window"  # pooling over the last len(attrs['kernel']) dims; ``op`` in max/avg (attrs: stride, padding, ...)
+SCAN = "scan"      # inclusive scan along ``dims[0]`` (same shape as its input); ``op`` in sum/prod
 
 REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
 

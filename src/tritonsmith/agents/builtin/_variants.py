@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from tritonsmith.agents.base import Attempt
+from tritonsmith.agents.builtin._hints import order_by_hints, profile_hints
 from tritonsmith.agents.builtin._kernels import next_pow2
 from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, Group, Plan
 from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
@@ -170,7 +171,9 @@ def choose_variant(menu: Sequence[Variant], history: Sequence[Attempt]) -> Varia
 
     After a wrong output from a tf32x3 matmul every later variant uses ``input_precision="ieee"``
     (the ``ieee`` variant first); otherwise the ``ieee`` variant is skipped (slower, same answer).
-    After a timeout, variants that spread the work wider go first.
+    After a timeout, variants that spread the work wider go first. Otherwise the profile of the latest
+    verified attempt orders them (its advice codes, see ``_hints``), and ends the search when it puts that
+    kernel within reach of the speed of light.
     """
     keys = {v.key for v in menu}
     mine = [a for a in history if a.variant and a.variant.removesuffix("+ieee") in keys
@@ -180,8 +183,10 @@ def choose_variant(menu: Sequence[Variant], history: Sequence[Attempt]) -> Varia
         a.result.status is EvalStatus.WRONG_OUTPUT
         or (a.result.status is EvalStatus.REJECTED and a.result.rule == "precision_lowered")) for a in mine)
     left = [v for v in menu if v.key not in tried and (wrong or v.key != "ieee")]
-    if not left:
+    hints = profile_hints(mine)
+    if not left or (not wrong and "near_peak" in hints):
         return None
+    left = order_by_hints(left, hints)
     last = mine[-1] if mine else None
     pick = left[0]
     if wrong and any(v.key == "ieee" for v in left):
