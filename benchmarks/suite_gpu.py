@@ -180,10 +180,15 @@ def main() -> None:
     sub.choices["record"].add_argument("--workers", type=int, default=None, help="GPUs to use (default all)")
     sub.choices["record"].add_argument("--limit", type=int, default=None, help="at most this many problems")
     sub.choices["record"].add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    for name in ("record", "scaling"):
+        sub.choices[name].add_argument("--no-profile", action="store_true",
+                                       help="refine from verdicts only (TRITONSMITH_PROFILE=0): a profile costs 20-40 s")
     sub.choices["scaling"].add_argument("--problems", type=int, default=20)
     sub.choices["scaling"].add_argument("--phase", choices=["one", "all", "both"], default="both")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.no_profile:
+        os.environ["TRITONSMITH_PROFILE"] = "0"  # inherited by the pool's workers
     if args.cmd == "record":
         record_cmd(args)
     else:

@@ -49,6 +49,7 @@ ENV: dict[str, tuple[str, ...]] = {
     "scale": ("TRITONSMITH_SCALE",),
     "memory_dir": ("TRITONSMITH_MEMORY_DIR",),
     "use_memory": ("TRITONSMITH_USE_MEMORY",),
+    "profile": ("TRITONSMITH_PROFILE",),
     "input_cost_per_mtok": ("TRITONSMITH_INPUT_COST",),
     "output_cost_per_mtok": ("TRITONSMITH_OUTPUT_COST",),
 }
@@ -76,6 +77,7 @@ class KernelContext:
     scale: bool | None = None
     memory_dir: str | None = None
     use_memory: bool | None = None
+    profile: bool | None = None
     input_cost_per_mtok: float | None = None
     output_cost_per_mtok: float | None = None
 
@@ -100,6 +102,8 @@ class Settings:
         target_speedup: stop refining once the best kernel is this much faster than torch.compile
             (None = use every iteration). Without a timing (CPU) the first verified kernel ends the run.
         memory_dir / use_memory: where the kernel memory lives, and whether to use it at all.
+        profile: profile each verified attempt that a later iteration refines (GPU only; one profile
+            costs 20-40 s on an H200, several evaluations' worth). Off: refinement reads verdicts only.
         input_cost_per_mtok / output_cost_per_mtok: USD per million tokens, to price a run (None = unpriced).
     """
 
@@ -121,6 +125,7 @@ class Settings:
     scale: bool = False
     memory_dir: str | None = None
     use_memory: bool = True
+    profile: bool = True
     input_cost_per_mtok: float | None = None
     output_cost_per_mtok: float | None = None
 

@@ -141,9 +141,9 @@ def _timed_correct(problem: Any, candidate: str, **kwargs: Any) -> Any:
                       device_name="Fake GPU", tolerance="kernelbench", benchmark=bench)
 
 
-@pytest.mark.parametrize("iterations, profiled", [(1, 0), (3, 2)])
+@pytest.mark.parametrize("iterations, profile, profiled", [(1, True, 0), (3, True, 2), (3, False, 0)])
 def test_only_attempts_that_will_be_refined_are_profiled(softmax_reference, softmax_candidate, monkeypatch,
-                                                         iterations, profiled):
+                                                         iterations, profile, profiled):
     """A profile feeds the next generation; after the last iteration it would only cost GPU time."""
     import tritonsmith.tools.evaluate as evaluate_module
 
@@ -157,7 +157,9 @@ def test_only_attempts_that_will_be_refined_are_profiled(softmax_reference, soft
     variants = [submit(softmax_candidate.replace("BLOCK", f"BLOCK{i}")) for i in range(iterations)]
     graph = compile_kernel_graph(model=ScriptedChatModel(script=variants), memory=False, evaluator=_timed_correct,
                                  profiler=profiler)
+    if not profile:
+        monkeypatch.setenv("TRITONSMITH_PROFILE", "0")  # the environment layer, as a suite worker inherits it
     final = graph.invoke({"problem": str(softmax_reference)}, context={"device": "cuda", "iterations": iterations})
     assert [a["status"] for a in final["attempts"]] == ["correct"] * iterations
     assert len(calls) == profiled
-    assert [bool(a.get("profile")) for a in final["attempts"]] == [True] * profiled + [False]
+    assert [bool(a.get("profile")) for a in final["attempts"]] == [True] * profiled + [False] * (iterations - profiled)

@@ -168,7 +168,8 @@ class KernelNodes:
         rec = dict(state["attempts"][-1])
         # A profile only informs the next generation: none follows the last iteration (on a GPU it costs
         # ~20 s of torch.compile and ncu per attempt).
-        if rec["reward"] > 0 and routing.decide(state, self._settings(runtime))["action"] == "refine":
+        settings = self._settings(runtime)
+        if rec["reward"] > 0 and settings.profile and routing.decide(state, settings)["action"] == "refine":
             findings = self._profile(state, rec)
             if findings:
                 rec["profile"] = findings

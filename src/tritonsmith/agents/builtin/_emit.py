@@ -133,6 +133,9 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
                 return f"{src}.permute{a.attrs['perm']}"
             if how == "select":
                 return f"{src}.select({a.attrs['dim']}, {a.attrs['index']})"
+            if how == "slice":
+                cut = [":"] * a.attrs["dim"] + [f"{a.attrs['start']}:{a.attrs['end']}:{a.attrs['step']}"]
+                return f"{src}[{', '.join(cut)}]"
             return f"{src}.{'expand' if how == 'expand' else 'view'}({tuple(a.shape)})"
         raise UnsupportedError(f"internal error: {a} is not available in forward")
 

@@ -4,12 +4,13 @@ pointwise ops, so one generic row kernel covers them all."""
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tritonsmith.agents.builtin._ir import Node, UnsupportedError
+from tritonsmith.agents.builtin._ir import SCAN, WINDOW, Node, UnsupportedError
 
 if TYPE_CHECKING:
     from tritonsmith.agents.builtin._trace import _Lowering
@@ -180,6 +181,17 @@ def _select(lw: _Lowering, fx: Any, x: Node, dim: int, index: int) -> Node:
     index %= x.shape[dim]
     shape = tuple(s for i, s in enumerate(x.shape) if i != dim)
     return lw._view_like(x, shape, "select", lambda t: t.select(dim, index), dim=dim, index=index)
+
+
+@_reg(aten.slice.Tensor)
+def _slice(lw: _Lowering, fx: Any, x: Node, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Node:
+    dim %= len(x.shape)
+    lo, hi, _ = slice(start, end, step).indices(x.shape[dim])
+    shape = tuple(fx.meta["val"].shape)
+    if shape == x.shape:
+        return x
+    index = (slice(None),) * dim + (slice(lo, hi, step),)
+    return lw._view_like(x, shape, "slice", lambda t: t[index], dim=dim, start=lo, end=hi, step=step)
 
 
 @_reg(aten.expand.default)
@@ -390,7 +402,7 @@ def _addmm(lw: _Lowering, fx: Any, bias: Node, a: Node, b: Node, beta: Any = 1, 
     return lw.pw("add", out, bias if beta == 1 else _scaled(lw, bias, beta))
 
 
-# -- torch calls kept as they are (the hybrid policy) ---------------------------------------------
+# -- torch calls kept as they are (the hybrid policy): convolutions --------------------------------
 @_reg(aten.convolution.default)
 def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any, padding: Any, dilation: Any,
           transposed: bool, output_padding: Any, groups: int) -> Node:
@@ -409,24 +421,75 @@ def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any,
     return lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd), bias_of="conv")
 
 
-@_reg(aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default)
+# -- pooling windows and scans: Triton kernels of their own (_window.py, _scan.py) -----------------
+_MAX_POOL = {aten.max_pool1d_with_indices.default: 1, aten.max_pool2d_with_indices.default: 2,
+             aten.max_pool3d_with_indices.default: 3, aten.max_pool1d.default: 1, aten.max_pool2d.default: 2,
+             aten.max_pool3d.default: 3}
+_AVG_POOL = {aten.avg_pool1d.default: 1, aten.avg_pool2d.default: 2, aten.avg_pool3d.default: 3}
+
+
+def _per_dim(v: Any, nd: int) -> tuple[int, ...]:
+    """A pooling argument (int, [v] or [v1, ..., vnd]) as one int per pooled dimension."""
+    if isinstance(v, int):
+        return (v,) * nd
+    t = tuple(int(x) for x in v)
+    return t * nd if len(t) == 1 else t
+
+
+def window(lw: _Lowering, op: str, x: Node, val: Any, nd: int, kernel: Any, stride: Any, padding: Any,
+           dilation: Any, ceil_mode: bool, **attrs: Any) -> Node:
+    """A pooling window over the last ``nd`` dims of ``x``, described for every dim of ``x`` (kernel, stride,
+    padding, dilation): leading dims and pooled dims that copy their input get the identity window (1, 1, 0, 1)."""
+    if not x.dtype.is_floating_point:
+        raise UnsupportedError(f"{op} pooling of a {x.dtype} tensor (only floating point is written)")
+    k = _per_dim(kernel, nd)
+    s = _per_dim(stride, nd) if stride else k  # an empty stride means stride = kernel
+    p, d = _per_dim(padding, nd), _per_dim(dilation, nd)
+    lead = len(x.shape) - nd
+    win: list[tuple[int, int, int, int]] = [(1, 1, 0, 1)] * lead
+    for i in range(nd):
+        copy = k[i] == 1 and p[i] == 0 and (s[i] == 1 or x.shape[lead + i] == 1)
+        win.append((1, 1, 0, 1) if copy else (k[i], s[i], p[i], d[i]))
+    kern, strd, pad, dil = (tuple(w[j] for w in win) for j in range(4))
+    return lw.g.add(Node(WINDOW, tuple(val.shape), val.dtype, args=(x,), op=op,
+                         attrs={"kernel": kern, "stride": strd, "padding": pad, "dilation": dil,
+                                "ceil_mode": bool(ceil_mode), **attrs}))
+
+
+@_reg(*_MAX_POOL)
 def _max_pool(lw: _Lowering, fx: Any, x: Node, kernel: Any, stride: Any = (), padding: Any = 0, dilation: Any = 1,
-              ceil_mode: bool = False) -> tuple[Node, None]:
-    nd = 2 if fx.target is aten.max_pool2d_with_indices.default else 3
-    call = (f"F.max_pool{nd}d({{0}}, {tuple(kernel)}, stride={tuple(stride) or tuple(kernel)}, "
-            f"padding={_tup(padding)}, dilation={_tup(dilation)}, ceil_mode={ceil_mode})")
-    return lw.extern(call, (x,), fx.meta["val"][0], op="max_pool"), None
+              ceil_mode: bool = False) -> Any:
+    with_indices = isinstance(fx.meta["val"], (tuple, list))
+    if with_indices and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in fx.users):
+        raise UnsupportedError("max pooling with return_indices=True: the generator writes the pooled values "
+                               "only, not the argmax indices")
+    val = fx.meta["val"][0] if with_indices else fx.meta["val"]
+    out = window(lw, "max", x, val, _MAX_POOL[fx.target], kernel, stride, padding, dilation, ceil_mode)
+    return (out, None) if with_indices else out
 
 
-@_reg(aten.avg_pool2d.default, aten.avg_pool3d.default)
+@_reg(*_AVG_POOL)
 def _avg_pool(lw: _Lowering, fx: Any, x: Node, kernel: Any, stride: Any = (), padding: Any = 0, ceil_mode: bool = False,
               count_include_pad: bool = True, divisor_override: Any = None) -> Node:
-    nd = 2 if fx.target is aten.avg_pool2d.default else 3
-    call = (f"F.avg_pool{nd}d({{0}}, {tuple(kernel)}, stride={tuple(stride) or tuple(kernel)}, "
-            f"padding={_tup(padding)}, ceil_mode={ceil_mode}, count_include_pad={count_include_pad}, "
-            f"divisor_override={divisor_override})")
-    return lw.extern(call, (x,), fx.meta["val"], op="avg_pool")
+    return window(lw, "avg", x, fx.meta["val"], _AVG_POOL[fx.target], kernel, stride, padding, 1, ceil_mode,
+                  count_include_pad=bool(count_include_pad),
+                  divisor_override=None if divisor_override is None else int(divisor_override))
 
 
-def _tup(v: Any) -> Any:
-    return tuple(v) if isinstance(v, (list, tuple)) else v
+@_reg(aten.cumsum.default, aten.cumprod.default)
+def _cumulative(lw: _Lowering, fx: Any, x: Node, dim: int, dtype: Any = None) -> Node:
+    op = "sum" if fx.target is aten.cumsum.default else "prod"
+    val = fx.meta["val"]
+    if not val.dtype.is_floating_point:
+        raise UnsupportedError(f"cum{op} with an integer result ({val.dtype}): only floating point scans are written")
+    if not x.shape:
+        raise UnsupportedError(f"cum{op} of a 0-d tensor")
+    if x.dtype != val.dtype:
+        x = lw.pw("cast", x, dtype=val.dtype)
+    return lw.g.add(Node(SCAN, x.shape, val.dtype, args=(x,), op=op, dims=(dim % len(x.shape),)))
+
+
+@_reg(aten.cat.default)
+def _cat(lw: _Lowering, fx: Any, tensors: Any, dim: int = 0) -> Node:
+    raise UnsupportedError("torch.cat (concatenation) is not written by the built-in generator "
+                           "(e.g. an exclusive cumsum built as cat(zeros, cumsum(x[:-1])))")

@@ -1,5 +1,6 @@
-"""Fusion groups: consecutive pointwise ops, reductions sharing one set of rows, a matmul with the
-pointwise chain after it (its epilogue), and torch calls kept as they are (the hybrid policy)."""
+"""Fusion groups: consecutive pointwise ops, reductions sharing one set of rows, a matmul or a pooling
+window with the pointwise chain after it (its epilogue), a scan with the pointwise ops before and after
+it along the same rows, and torch calls kept as they are (the hybrid policy)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from dataclasses import dataclass, field
 import torch
 
 from tritonsmith.agents.builtin._ir import (
-    EXTERN, INPUT, MM, PARAM, PW, REDUCE, VIEW, Graph, Node, UnsupportedError, contiguous_strides, numel,
+    EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Node, UnsupportedError, contiguous_strides, numel,
 )
 
 __all__ = ["Group", "Plan", "RowDomain", "partition"]
 
 POINTWISE, ROW, MATMUL, TORCH = "pointwise", "row", "matmul", "torch"
+WINDOWS, SCANS = "window", "scan"  # group kinds of pooling windows and of scans
 FULL, KEPT = "full", "kept"
 
 
@@ -146,6 +148,12 @@ class _Partitioner:
         if n.kind == MM:
             self._new(MATMUL, n, n.numel, rank=FULL)
             return
+        if n.kind == WINDOW:  # reads a window around each output: its input must be in memory
+            self._new(WINDOWS, n, n.numel, rank=FULL)
+            return
+        if n.kind == SCAN:
+            self._place_scan(n, latest)
+            return
         if n.kind == REDUCE:
             self._place_reduce(n, latest)
             return
@@ -180,11 +188,23 @@ class _Partitioner:
         g = self._new(ROW, n, dom.numel, rank=KEPT)
         g.domain = dom
 
+    def _place_scan(self, n: Node, latest: Group | None) -> None:
+        """A scan takes over the pointwise group computing its input (that chain becomes its prologue);
+        otherwise it starts a group of its own. One scan per group: a second one reads the first's output."""
+        x = n.args[0]
+        dom = row_domain(x.shape, n.dims)
+        if latest is not None and latest.has(x) and latest.kind == POINTWISE and latest.numel == x.numel:
+            latest.kind, latest.domain = SCANS, dom
+            self._join(latest, n, FULL)
+            return
+        g = self._new(SCANS, n, dom.numel, rank=FULL)
+        g.domain = dom
+
     def _pw_rank(self, g: Group, n: Node) -> str | None:
         if g.kind == TORCH:
             return None
         internal = [a for a in n.node_args() if g.has(a)]
-        if g.kind in (POINTWISE, MATMUL):
+        if g.kind in (POINTWISE, MATMUL, WINDOWS, SCANS):
             return FULL if n.numel == g.numel else None
         dom = g.domain
         assert dom is not None
@@ -274,6 +294,8 @@ def layout(a: Node, owner: dict[int, Group]) -> tuple[Node, tuple[int, ...], int
             v = t.permute(a.attrs["perm"])
         elif how == "select":
             v = t.select(a.attrs["dim"], a.attrs["index"])
+        elif how == "slice":
+            v = t[(slice(None),) * a.attrs["dim"] + (slice(a.attrs["start"], a.attrs["end"], a.attrs["step"]),)]
         else:
             v = t.expand(a.shape)
     except RuntimeError as exc:
