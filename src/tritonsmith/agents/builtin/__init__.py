@@ -1,7 +1,8 @@
 """The built-in generator: writes Triton kernels for a reference without any LLM.
 
 It traces the reference with ``torch.export``, lowers it to a small graph (pointwise ops, reductions,
-matmuls, torch calls), partitions it into fusion groups and emits one Triton kernel per group:
+matmuls, pooling windows, scans, torch calls), partitions it into fusion groups and emits one Triton
+kernel per group:
 
 - elementwise chains with broadcasting -> one pointwise kernel;
 - reductions and normalizations (sum/mean/max/min/argmax/argmin, softmax, log-softmax, layer/RMS/
@@ -11,12 +12,24 @@ matmuls, torch calls), partitions it into fusion groups and emits one Triton ker
 - matmul / bmm / linear -> a tiled ``tl.dot`` kernel with the following elementwise chain as epilogue;
   fp32 operands of high-intensity matmuls are pre-split into tf32 hi/lo parts (3xTF32: one pipelined
   tensor-core dot over 3K), otherwise Triton's ``tf32x3``; never plain tf32;
-- convolutions and pooling stay torch calls, with the chain after them fused into Triton (the hybrid
-  policy: the candidate's note names the torch ops that remain).
+- max / average pooling, 1-D to 3-D (``nn.MaxPool1d/2d/3d``, ``nn.AvgPool1d/2d/3d``, ``F.max_pool*``,
+  ``F.avg_pool*``: kernel size, stride, padding, dilation, ceil_mode, count_include_pad,
+  divisor_override) -> one "window" kernel: each program writes a block of contiguous outputs, the
+  window unrolled at compile time, padding masked (max: -inf, avg: 0 and torch's divisor), fp32
+  accumulation, with the following elementwise chain as epilogue; ``return_indices=True`` is refused;
+- ``torch.cumsum`` / ``torch.cumprod`` -> one "scan" kernel: BLOCK_K rows per program (rows addressed
+  through strides, so any dim), each walked in blocks scanned with ``tl.cumsum`` / ``tl.cumprod`` in fp32
+  with the running total (product) carried between blocks; the elementwise ops before the scan (e.g. a
+  mask) and after it run in the same loop;
+- convolutions stay torch calls, with the chain after them fused into Triton (the hybrid policy: the
+  candidate's note names the torch ops that remain).
+
+Kernel kinds (in notes, ``PlanSummary.kernels`` and kernel names ``_<kind>_<i>_kernel``): pointwise,
+row, matmul, window, scan.
 
 Refinement reads the evaluator's verdicts in ``request.history`` and tries the next variant (block
 sizes, warps, stages, one-pass vs multi-pass rows, split vs unsplit rows, split-K, 3xTF32 vs tf32x3 vs
-ieee dot precision). When nothing can be
+ieee dot precision, outputs per window program, scan block sizes). When nothing can be
 written it says so (``source=None``, ``exhausted=True``) instead of emitting a torch wrapper.
 """
 

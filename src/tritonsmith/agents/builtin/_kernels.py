@@ -1,4 +1,5 @@
-"""Kernel source for one fusion group: pointwise, row (reductions and normalizations) or matmul."""
+"""Kernel source for one fusion group: pointwise, row (reductions and normalizations), matmul, pooling
+window (``_window.py``) or scan (``_scan.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import torch
 
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
 from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Node, UnsupportedError
-from tritonsmith.agents.builtin._partition import FULL, MATMUL, POINTWISE, ROW, Group, Plan, layout
+from tritonsmith.agents.builtin._partition import (
+    FULL, MATMUL, POINTWISE, ROW, SCANS, WINDOWS, Group, Plan, layout,
+)
 
 _IDX64_AT = (1 << 31) - (1 << 24)
 
@@ -323,5 +326,13 @@ def kernel_for(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSo
         from tritonsmith.agents.builtin._rowkernel import row_kernel
 
         return row_kernel(plan, g, name, cfg)
+    if g.kind == WINDOWS:
+        from tritonsmith.agents.builtin._window import window_kernel
+
+        return window_kernel(plan, g, name, cfg)
+    if g.kind == SCANS:
+        from tritonsmith.agents.builtin._scan import scan_kernel
+
+        return scan_kernel(plan, g, name, cfg)
     raise UnsupportedError(f"no kernel for a {g.kind} group")
 

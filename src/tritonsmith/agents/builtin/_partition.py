@@ -168,7 +168,8 @@ class _Partitioner:
         """Groups a pointwise node may join: the one holding its latest input, or the newest group when
         every input is already stored (a chain after a torch call continues in that group)."""
         out = [latest] if latest is not None and latest.kind != TORCH else []
-        if self.groups and self.groups[-1].kind != TORCH and self.groups[-1] not in out:
+        # a chain of stored values does not join a scan group: it may be the prologue of a later scan
+        if self.groups and self.groups[-1].kind not in (TORCH, SCANS) and self.groups[-1] not in out:
             if latest is None or self.groups.index(self.groups[-1]) > self.groups.index(latest):
                 out.append(self.groups[-1])
         return out

@@ -11,7 +11,7 @@ import torch
 from tritonsmith.agents.base import Attempt
 from tritonsmith.agents.builtin._hints import order_by_hints, profile_hints
 from tritonsmith.agents.builtin._kernels import next_pow2
-from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, Group, Plan
+from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, SCANS, WINDOWS, Group, Plan
 from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
 from tritonsmith.tools._results import EvalStatus
 
@@ -39,8 +39,28 @@ def group_config(g: Group, overrides: dict[str, Any]) -> dict[str, Any]:
         cfg = _matmul_config(g)
     elif g.kind == ROW and g.domain is not None:
         cfg = _row_config(g)
-    cfg.update(overrides)
+    elif g.kind == WINDOWS:
+        cfg = {"BLOCK": 1024, "num_warps": 4}
+    elif g.kind == SCANS and g.domain is not None:
+        cfg = _scan_config(g, int(overrides.get("tile", 4096)))
+    cfg.update({k: v for k, v in overrides.items() if k != "tile"})
     return cfg
+
+
+def _scan_config(g: Group, tile: int) -> dict[str, Any]:
+    """Blocks of about ``tile`` elements. Scans along the contiguous dim: up to 2048 of a row per block, a
+    few short rows per program; scans across memory (the rows are the contiguous index): many rows side by
+    side (coalesced loads), a shorter stretch of each per block."""
+    dom = g.domain
+    assert dom is not None
+    r = next_pow2(dom.r)
+    if dom.reduce_contiguous or not dom.kept_runs or dom.kept_runs[-1][1] != 1:
+        block_r = min(r, tile // 2)
+        block_k = max(1, min(16, tile // 2 // block_r, next_pow2(dom.k)))
+    else:
+        block_k = min(64, next_pow2(dom.k))
+        block_r = max(1, min(r, tile // block_k))
+    return {"BLOCK_K": block_k, "BLOCK_R": block_r, "num_warps": 8 if block_k * block_r >= 4096 else 4}
 
 
 def mm_intensity(g: Group) -> float:
@@ -115,6 +135,14 @@ def variant_menu(plan: Plan) -> list[Variant]:
             menu.append(Variant("no-split-k", "one program per output tile", {}, {}))
     if ROW in kinds:
         menu += _row_variants(plan, base_opts)
+    if WINDOWS in kinds:
+        menu += [Variant("window-256", "256 outputs per program, 2 warps (more programs for big windows)", base_opts,
+                         {WINDOWS: {"BLOCK": 256, "num_warps": 2}}),
+                 Variant("window-4096", "4096 outputs per program, 8 warps", base_opts,
+                         {WINDOWS: {"BLOCK": 4096, "num_warps": 8}})]
+    if SCANS in kinds:
+        menu += [Variant("scan-wide", "scan blocks of about 16K elements", base_opts, {SCANS: {"tile": 16384}}),
+                 Variant("scan-1k", "scan blocks of about 1K elements", base_opts, {SCANS: {"tile": 1024}})]
     if POINTWISE in kinds:
         menu.append(Variant("pw-4096", "4096 elements per program, 8 warps", base_opts,
                             {POINTWISE: {"BLOCK": 4096, "num_warps": 8}}))

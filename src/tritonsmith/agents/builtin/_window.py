@@ -1,0 +1,183 @@
+"""Pooling windows: max and average pooling (1-D, 2-D, 3-D) as one Triton kernel per window group.
+
+Each program computes BLOCK contiguous elements of the flattened output (so consecutive lanes write
+consecutive outputs and read neighbouring inputs), unrolls the window with ``tl.static_range`` (its
+sizes are compile-time constants), masks the loads that fall into the padding (max: -inf, avg: 0),
+accumulates in fp32 and then runs the elementwise chain after the pooling (the group's epilogue)
+before storing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tritonsmith.agents.builtin._exprs import offset_expr
+from tritonsmith.agents.builtin._ir import Node, numel
+from tritonsmith.agents.builtin._kernels import KernelSource, _Writer
+from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
+
+__all__ = ["window_kernel"]
+
+
+@dataclass(frozen=True)
+class _Dim:
+    """One windowed dimension: input size, output size, kernel, stride, padding, dilation, input stride."""
+
+    i: int
+    o: int
+    k: int
+    s: int
+    p: int
+    d: int
+    st: int
+
+    @property
+    def low(self) -> bool:
+        """Can a window position fall before the input (into the left padding)?"""
+        return self.p > 0
+
+    @property
+    def high(self) -> bool:
+        """Can a window position fall past the input (right padding, or ceil_mode's partial window)?"""
+        return (self.o - 1) * self.s - self.p + (self.k - 1) * self.d >= self.i
+
+
+def _dims(n: Node, x: Node, strides: tuple[int, ...]) -> tuple[list[tuple[int, int]], list[_Dim]]:
+    """(leading copied dims as (size, stride), windowed dims): size-1 copied dims are dropped, copied dims
+    before the first window are the leading part, later copied dims are windows of one element."""
+    a = n.attrs
+    lead: list[tuple[int, int]] = []
+    wins: list[_Dim] = []
+    for j, (i, o, st) in enumerate(zip(x.shape, n.shape, strides, strict=True)):
+        k, s, p, d = a["kernel"][j], a["stride"][j], a["padding"][j], a["dilation"][j]
+        copy = (k, s, p, d) == (1, 1, 0, 1)
+        if copy and o == 1:
+            continue
+        if copy and not wins:
+            lead.append((o, st))
+        else:
+            wins.append(_Dim(i, o, k, s, p, d, st))
+    if not wins:  # every window is one element (a copy): the innermost dim stands as the window
+        o, st = lead.pop() if lead else (1, 0)
+        wins.append(_Dim(o, o, 1, 1, 0, 1, st))
+    return lead, wins
+
+
+def _index_lines(lead: list[tuple[int, int]], wins: list[_Dim], offset: int) -> tuple[list[str], str]:
+    """Lines splitting the flat output index ``lin`` into window starts ``start{j}``; returns them and
+    the expression of the leading dims' input offset."""
+    lines: list[str] = []
+    inner = 1
+    for j in range(len(wins) - 1, -1, -1):
+        dim = wins[j]
+        q = "lin" if inner == 1 else f"(lin // {inner})"
+        o = q if j == 0 and not lead else f"({q} % {dim.o})"
+        start = o if dim.s == 1 else f"{o} * {dim.s}"
+        lines.insert(0, f"start{j} = {start}" + (f" - {dim.p}" if dim.p else "") +
+                     f"  # first input position of the window along pooled dim {j}")
+        inner *= dim.o
+    if not lead:
+        return lines, str(offset)
+    lines.append(f"q = lin // {inner}  # index over the leading (copied) dims")
+    shape = tuple(s for s, _ in lead)
+    return lines, offset_expr("q", shape, tuple(st for _, st in lead), offset)
+
+
+def _window_loops(n: Node, wins: list[_Dim], ptr: str, base: str, fp32: str) -> list[str]:
+    """The unrolled window: nested static loops, per-dim masks only where padding can be hit, fp32 acc."""
+    is_max = n.op == "max"
+    other = "-float('inf')" if is_max else "0.0"
+    lines = [f"acc = tl.full([BLOCK], {other}, tl.float32)", f"p_ = {base}"]
+    depth, m, p = 0, "mask", "p_"
+    for j, dim in enumerate(wins):
+        pad = "    " * depth
+        pos = f"start{j}"
+        if dim.k > 1:
+            lines.append(f"{pad}for k{j} in tl.static_range({dim.k}):")
+            depth += 1
+            pad = "    " * depth
+            pos = f"start{j} + k{j}" + (f" * {dim.d}" if dim.d != 1 else "")
+        lines.append(f"{pad}i{j} = {pos}")
+        conds = ([f"(i{j} >= 0)"] if dim.low else []) + ([f"(i{j} < {dim.i})"] if dim.high else [])
+        if conds:  # this dim's window can reach the padding (or ceil_mode's partial window)
+            lines.append(f"{pad}m{j} = {m}" + "".join(f" & {c}" for c in conds))
+            m = f"m{j}"
+        lines.append(f"{pad}p{j} = {p} + i{j}" + (f" * {dim.st}" if dim.st != 1 else ""))
+        p = f"p{j}"
+    pad = "    " * depth
+    load = f"tl.load({ptr} + {p}, mask={m}, other={other}){fp32}"
+    if is_max:  # NaN propagates, as in torch's max pooling
+        lines.append(f"{pad}acc = tl.maximum(acc, {load}, propagate_nan=tl.PropagateNan.ALL)")
+    else:
+        lines.append(f"{pad}acc += {load}")
+    return lines
+
+
+def _divisor(n: Node, wins: list[_Dim]) -> str:
+    """Average pooling's divisor (torch's semantics): divisor_override; else the window clipped to the
+    padded input (count_include_pad) or to the input itself (not count_include_pad). A float literal,
+    or an fp32 expression where it varies per output (only at the borders it can reach)."""
+    a = n.attrs
+    if a.get("divisor_override"):
+        return repr(float(a["divisor_override"]))
+    const, terms = 1, []
+    for j, dim in enumerate(wins):
+        if a.get("count_include_pad", True):
+            if (dim.o - 1) * dim.s - dim.p + dim.k <= dim.i + dim.p:  # the window never passes the right padding
+                const *= dim.k
+            else:
+                terms.append(f"(tl.minimum(start{j} + {dim.k}, {dim.i + dim.p}) - start{j})")
+        elif not dim.low and not dim.high:
+            const *= dim.k
+        else:
+            hi = f"tl.minimum(start{j} + {dim.k}, {dim.i})" if dim.high else f"(start{j} + {dim.k})"
+            lo = f"tl.maximum(start{j}, 0)" if dim.low else f"start{j}"
+            terms.append(f"({hi} - {lo})")
+    if not terms:
+        return repr(float(const))
+    return "(" + " * ".join(([str(const)] if const != 1 else []) + terms) + ").to(tl.float32)"
+
+
+def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
+    w = _Writer(plan, g, name)
+    n = g.nodes[0]
+    x = n.args[0]
+    base, strides, offset = layout(x, plan.owner)
+    ptr = w.base_ptr(base)
+    w._check_size(g.numel)
+    lead, wins = _dims(n, x, strides)
+    idx, base_off = _index_lines(lead, wins, offset)
+    fp32 = ".to(tl.float32)"
+    body = idx + _window_loops(n, wins, ptr, base_off, fp32)
+    if n.op == "max":
+        body.append(f"v{n.id} = acc  # {_describe_window(n)}")
+    else:
+        body.append(f"v{n.id} = acc / {_divisor(n, wins)}  # {_describe_window(n)}")
+    cache: dict[Any, str] = {}
+    for node in g.nodes[1:]:
+        w.pointwise_line(node, body, cache)
+    body += [w.store(o, FULL) for o in g.outputs]
+    block = int(cfg.get("BLOCK", 1024))
+    pid = "tl.program_id(0).to(tl.int64)" if w.idx64 else "tl.program_id(0)"
+    vol = numel(tuple(d.k for d in wins))
+    title = (f"{'Max' if n.op == 'max' else 'Average'} pooling of {list(x.shape)} -> {list(n.shape)} "
+             f"({vol} window elements per output, unrolled; padding reads "
+             f"{'-inf' if n.op == 'max' else '0'}), fp32 accumulation, then {len(g.nodes) - 1} fused ops. "
+             "One program per BLOCK contiguous outputs: out[o] = reduce over k of x[o * stride - padding + "
+             "k * dilation] per pooled dim.")
+    src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):", w.docstring(title),
+           f"    lin = {pid} * BLOCK + tl.arange(0, BLOCK)",
+           f"    mask = lin < {g.numel}"] + [f"    {line}" for line in body]
+    launcher = w.launcher(f"(triton.cdiv({g.numel}, {block}),)",
+                          {"BLOCK": block, "num_warps": int(cfg.get("num_warps", 4))},
+                          f"Launch {name}_kernel: {n.op} pooling + {len(g.nodes) - 1} fused elementwise ops.")
+    return KernelSource(name, "\n".join(src) + "\n", launcher, w.bases, list(g.outputs), w.helpers)
+
+
+def _describe_window(n: Node) -> str:
+    a = n.attrs
+    extra = "" if n.op == "max" else f", count_include_pad={a.get('count_include_pad')}, " \
+                                     f"divisor_override={a.get('divisor_override')}"
+    return (f"{n.op} pool: kernel={a['kernel']}, stride={a['stride']}, padding={a['padding']}, "
+            f"dilation={a['dilation']}, ceil_mode={a['ceil_mode']}{extra}")
