@@ -8,6 +8,7 @@ zygote whose caller is gone exits.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -222,3 +223,31 @@ def test_prestarted_zygote_serves_the_first_evaluation(softmax_reference, softma
     result = _evaluate(softmax_reference, softmax_candidate, "zygote")
     assert result.ok, result.feedback()
     assert _zygote_pid() == pid
+
+
+def test_profiling_module_runs_in_a_worker_on_both_paths(softmax_reference, launcher, tmp_path):
+    """The profiler's worker is launched like an evaluation worker (forked when a zygote serves the device).
+
+    On this CPU machine its ``main`` fails at its first CUDA call: that failure, in the log, proves which
+    module ran; the caller only sees a return code and the log tail.
+    """
+    result_path = tmp_path / "gpu.json"
+    spec = tmp_path / "torch_profile_spec.json"
+    spec.write_text(json.dumps({"problem_path": str(softmax_reference), "problem_name": "softmax_reference",
+                                "candidate_path": None, "weights_path": None, "dtype": None, "seed": 0,
+                                "compiled": False, "result_path": str(result_path),
+                                "stage_path": str(tmp_path / "stage.txt")}))
+    before = dict(_sandbox.LAUNCHES)
+    run = _sandbox.run_module("tritonsmith.tools._torch_profile", spec, tmp_path, timeout_s=60,
+                              env=_worker_env("cpu"), device="cpu")
+    assert run.launcher == launcher and _sandbox.LAUNCHES[launcher] == before.get(launcher, 0) + 1
+    assert not run.timed_out and run.returncode not in (0, None)
+    assert "_torch_profile.py" in run.output_tail and not result_path.exists()
+
+
+def test_only_known_worker_modules_run(tmp_path):
+    with pytest.raises(ValueError, match="runs only"):
+        _sandbox.run_module("os", tmp_path / "spec.json", tmp_path, timeout_s=5, env=_worker_env("cpu"), device="cpu")
+    zygote, _ = _zygote.POOL.get("cpu", _worker_env("cpu"))
+    with pytest.raises(ValueError, match="runs only"):
+        zygote.launch(tmp_path / "spec.json", tmp_path, 2, 5.0, module="tritonsmith.cli")

@@ -1,4 +1,4 @@
-"""Run one evaluation job in a fresh worker process that cannot take the caller down.
+"""Run one evaluation job (or profiling job) in a fresh worker process that cannot take the caller down.
 
 The worker is forked by a zygote that has already imported torch and triton (see ``_zygote``; off with
 ``TRITONSMITH_EVAL_ZYGOTE=0``) or, when none is usable, spawned as ``python -m tritonsmith.tools._worker``.
@@ -90,6 +90,42 @@ def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: di
                          launcher=launcher, startup_s=startup_s)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ModuleOutcome:
+    returncode: int | None
+    timed_out: bool
+    output_tail: str
+    wall_s: float
+    launcher: str
+
+
+def run_module(module: str, spec_path: Path, workdir: Path, *, timeout_s: float, env: dict[str, str],
+               device: str) -> ModuleOutcome:
+    """Run ``module``'s ``main`` on ``spec_path`` like an evaluation worker: forked from the zygote when one
+    serves ``device`` and ``env`` (no interpreter start-up), else spawned; its own session, its whole
+    group killed at ``timeout_s``. The module writes its own result file; nothing is signed (the profiler
+    describes a candidate, it does not judge one). Output goes to ``spec_path`` with suffix ``.log``.
+    """
+    if module not in _zygote.WORKER_MODULES:
+        raise ValueError(f"run_module runs only {', '.join(_zygote.WORKER_MODULES)}, not {module!r}")
+    log_path = spec_path.with_suffix(".log")
+    start = time.perf_counter()
+    with open(log_path, "wb") as log_file:
+        proc, stdin, launcher, _ = _launch(spec_path, workdir, log_file, env, device, timeout_s, module=module)
+        timed_out = False
+        try:
+            stdin.close()  # no key: EOF on the worker's stdin
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            log.warning("%s exceeded %.0f s; killing its process group", module, timeout_s)
+        finally:
+            proc.kill_group()
+    LAUNCHES[launcher] += 1
+    return ModuleOutcome(returncode=proc.returncode, timed_out=timed_out, output_tail=_tail(log_path),
+                         wall_s=time.perf_counter() - start, launcher=launcher)
+
+
 def prestart(device: str, env: dict[str, str]) -> None:
     """Start the zygote for ``device`` in the background so that the first evaluation finds it ready."""
     if _zygote.enabled():
@@ -97,17 +133,17 @@ def prestart(device: str, env: dict[str, str]) -> None:
 
 
 def _launch(spec_path: Path, workdir: Path, log_file: IO[bytes], env: dict[str, str], device: str,
-            timeout_s: float) -> tuple[_Worker, IO[bytes], str, float]:
+            timeout_s: float, module: str = _zygote.WORKER_MODULES[0]) -> tuple[_Worker, IO[bytes], str, float]:
     """(worker, its stdin for the key, launcher, seconds waited for the zygote): forked if possible, else spawned."""
     if _zygote.enabled():
         try:
             zygote, waited = _zygote.POOL.get(device, env)
-            worker, key_fd = zygote.launch(spec_path, workdir, log_file.fileno(), timeout_s)
+            worker, key_fd = zygote.launch(spec_path, workdir, log_file.fileno(), timeout_s, module=module)
             return worker, os.fdopen(key_fd, "wb"), "zygote", waited
         except _zygote.ZygoteUnavailable as exc:
             log.warning("%s; spawning a fresh worker instead", exc)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tritonsmith.tools._worker", str(spec_path)],
+        [sys.executable, "-m", module, str(spec_path)],
         stdin=subprocess.PIPE, stdout=log_file, stderr=subprocess.STDOUT,
         env=env, cwd=workdir, start_new_session=True,
     )

@@ -69,8 +69,11 @@ _COMPILE_MODULES = (
     "torch._inductor.codegen.cuda_combined_scheduling", "torch._inductor.runtime.triton_heuristics",
     "torch._inductor.select_algorithm", "torch._inductor.kernel.mm", "torch._inductor.fx_passes.post_grad",
     "torch._inductor.fx_passes.joint_graph", "torch.export._trace", "torch.utils.cpp_extension",
+    "tritonsmith.tools._torch_profile",
 )
 TIERS = {"cpu": ("base",), "cuda": ("full", "base")}
+# The modules a forked worker may run (their ``main(argv)``): the evaluator's worker and the profiler's.
+WORKER_MODULES = ("tritonsmith.tools._worker", "tritonsmith.tools._torch_profile")
 
 
 def enabled() -> bool:
@@ -205,11 +208,16 @@ class Zygote:
             self._ready = True
             return self.info
 
-    def launch(self, spec_path: Path, workdir: Path, log_fd: int, timeout_s: float) -> tuple[ForkedWorker, int]:
-        """Fork a worker for ``spec_path``; returns it and the write end of its stdin (for the key)."""
+    def launch(self, spec_path: Path, workdir: Path, log_fd: int, timeout_s: float,
+               module: str = WORKER_MODULES[0]) -> tuple[ForkedWorker, int]:
+        """Fork a worker running ``module``'s ``main`` on ``spec_path``; returns it and the write end of its
+        stdin (for the key). ``module`` is one of :data:`WORKER_MODULES`."""
+        if module not in WORKER_MODULES:
+            raise ValueError(f"a zygote runs only {', '.join(WORKER_MODULES)}, not {module!r}")
         key_r, key_w = os.pipe()
         status_r, status_w = os.pipe()
-        request = json.dumps({"argv": [str(spec_path)], "cwd": str(workdir), "timeout_s": timeout_s}).encode()
+        request = json.dumps({"argv": [str(spec_path)], "cwd": str(workdir), "timeout_s": timeout_s,
+                              "module": module}).encode()
         try:
             socket.send_fds(self.sock, [request], [key_r, log_fd, status_w])
         except OSError as exc:
@@ -542,10 +550,12 @@ def _become_worker(request: dict[str, Any], key_fd: int, log_fd: int) -> NoRetur
         np = sys.modules.get("numpy")
         if np is not None:
             np.random.seed()
-        from tritonsmith.tools import _worker
-
-        sys.argv = [_worker.__file__, *request["argv"]]
-        code = _worker.main(sys.argv)
+        module = request.get("module", WORKER_MODULES[0])
+        if module not in WORKER_MODULES:
+            raise ValueError(f"refusing to run {module!r} in a forked worker")
+        worker = importlib.import_module(module)
+        sys.argv = [worker.__file__, *request["argv"]]
+        code = worker.main(sys.argv)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # the worker's own failure: print it to the log the caller reads

@@ -250,8 +250,15 @@ def _run_worker(module: str, spec: dict[str, Any], workdir: Path, timeout_s: flo
                 cpu: bool = False) -> tuple[dict[str, Any] | None, str | None]:
     spec_path = workdir / f"{module.rsplit('.', 1)[-1]}_spec.json"
     spec_path.write_text(json.dumps(spec))
-    code, timed_out, output, _ = run_process([sys.executable, "-m", module, str(spec_path)], timeout_s=timeout_s,
-                                             env=_worker_env(cpu=cpu), log_path=spec_path.with_suffix(".log"))
+    if cpu:  # ahead-of-time facts need real compilation: a fresh interpreter without TRITON_INTERPRET
+        code, timed_out, output, _ = run_process([sys.executable, "-m", module, str(spec_path)], timeout_s=timeout_s,
+                                                 env=_worker_env(cpu=True), log_path=spec_path.with_suffix(".log"))
+    else:  # forked from the evaluator's CUDA zygote: torch, triton and inductor are already imported
+        from tritonsmith.tools._sandbox import run_module
+        from tritonsmith.tools.evaluate import _worker_env as evaluator_env
+
+        run = run_module(module, spec_path, workdir, timeout_s=timeout_s, env=evaluator_env("cuda"), device="cuda")
+        code, timed_out, output = run.returncode, run.timed_out, run.output_tail
     result = Path(spec["result_path"])
     if timed_out:
         return None, f"profiling did not finish within {timeout_s:.0f} s"
