@@ -166,3 +166,41 @@ def test_bad_arguments_are_errors(softmax_reference, softmax_candidate):
         evaluate(softmax_reference, softmax_candidate, device="cpu", tolerance="loose")
     with pytest.raises(ValueError, match="trials"):
         evaluate(softmax_reference, softmax_candidate, device="cpu", trials=0)
+
+
+CONSTANT_GROUPNORM = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.gn = nn.GroupNorm(channels, channels)  # groups of one value: the output is 0 plus rounding noise
+
+    def forward(self, x):
+        return self.gn(x)
+
+
+def get_inputs():
+    return [torch.randn(19, 37)]
+
+
+def get_init_inputs():
+    return [37]
+'''
+
+
+def test_an_exact_kernel_for_a_constant_output_is_not_called_input_blind(tmp_path):
+    """The reference's outputs differ between trials only by rounding; an exact kernel returns the same
+    zeros every time. That is not a candidate ignoring its inputs (a scaled-down KernelBench GEMM+GroupNorm
+    problem was rejected this way)."""
+    from tritonsmith.agents.base import GenerationRequest
+    from tritonsmith.agents.builtin import BuiltinGenerator
+    from tritonsmith.problem import Problem
+
+    problem = Problem.from_source(CONSTANT_GROUPNORM, name="constant_groupnorm")
+    candidate = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=1, device="cpu"))
+    assert candidate.source is not None, candidate.note
+    result = evaluate(problem, candidate.source, device="cpu", trials=3)
+    assert result.status is EvalStatus.CORRECT, result.feedback()

@@ -107,7 +107,10 @@ def _check_behaviour(job: Job, t: int, ref_out: list[Any], cand_out: list[Any], 
         if previous and isinstance(c, torch.Tensor) and guards.shares_memory(c, previous[1]):
             raise guards.reject("output_reused", stage, f"output {i} is the same memory ModelNew returned on the "
                                 "previous call: a caller holding the first result would see it overwritten")
-    if previous and ref_tensors and _all_equal(cand_out, previous[1]) and not _all_equal(ref_out, previous[0]):
+    # The reference must really differ between the two inputs: an output that is mathematically constant
+    # (GroupNorm over groups of one) differs only by rounding noise there, and an exact kernel may return
+    # the same constant twice.
+    if previous and ref_tensors and _all_equal(cand_out, previous[1]) and not _all_close(ref_out, previous[0]):
         raise guards.reject("outputs_ignore_inputs", stage, "ModelNew returned identical outputs for two different "
                             "inputs (the reference's outputs differ): results must be computed from the inputs")
 
@@ -166,6 +169,29 @@ def _all_equal(a: list[Any], b: list[Any]) -> bool:
     for x, y in zip(a, b, strict=True):
         if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
             if x.shape != y.shape or not torch.equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _all_close(a: list[Any], b: list[Any]) -> bool:
+    """Equal within the ``kernelbench`` tolerance of each tensor's dtype (atol = rtol)."""
+    import torch
+
+    from tritonsmith.tools._compare import kernelbench_tolerance
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return False
+            if x.is_floating_point():
+                tol = kernelbench_tolerance(x.dtype)
+                if not torch.allclose(x, y, atol=tol, rtol=tol, equal_nan=True):
+                    return False
+            elif not torch.equal(x, y):
                 return False
         elif x != y:
             return False
