@@ -71,8 +71,11 @@ class CopyingProgress(LogProgress):
 
 
 def run_one(problems: list[SuiteProblem], run_dir: Path, *, workers: int | None, iterations: int, budget: float,
-            hard_stop: float, eval_timeout: float, results_name: str) -> tuple[float, list[ProblemRecord]]:
-    pool = LocalPool(plan_slots("cuda", workers=workers, lock_dir=run_dir), log_dir=run_dir / "logs")
+            hard_stop: float, eval_timeout: float, results_name: str,
+            slots_per_gpu: int = 1) -> tuple[float, list[ProblemRecord]]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    pool = LocalPool(plan_slots("cuda", workers=workers, slots_per_gpu=slots_per_gpu, lock_dir=run_dir),
+                     log_dir=run_dir / "logs")
     timer = threading.Timer(hard_stop, pool.shutdown)  # in-flight problems become `error` (retried on resume)
     timer.start()
     start = time.perf_counter()
@@ -99,7 +102,7 @@ def record_cmd(args: argparse.Namespace) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
     wall, records = run_one(problems, run_dir, workers=args.workers, iterations=args.iterations,
                             budget=args.time_budget, hard_stop=args.hard_stop, eval_timeout=args.eval_timeout,
-                            results_name="results.jsonl")
+                            results_name="results.jsonl", slots_per_gpu=args.slots_per_gpu)
     report = write_report(run_dir)
     for name in ("report.md", "report.json", "run.json", "speedups.png", "fast_p.png"):
         if (run_dir / name).exists():
@@ -180,6 +183,9 @@ def main() -> None:
     sub.choices["record"].add_argument("--workers", type=int, default=None, help="GPUs to use (default all)")
     sub.choices["record"].add_argument("--limit", type=int, default=None, help="at most this many problems")
     sub.choices["record"].add_argument("--resume", action="store_true", help="continue the run in --run-dir")
+    sub.choices["record"].add_argument("--slots-per-gpu", type=int, default=1,
+                                       help="workers per GPU; >1 overlaps generation with another's evaluation "
+                                            "(each evaluation still holds its GPU alone)")
     for name in ("record", "scaling"):
         sub.choices[name].add_argument("--no-profile", action="store_true",
                                        help="refine from verdicts only (TRITONSMITH_PROFILE=0): a profile costs 20-40 s")
