@@ -246,6 +246,10 @@ def test_cli_profile_json(tmp_path: Path) -> None:
     assert data["work"]["input_bytes"] == 4 * N and data["sol"]["bound"] == "memory"
     missing = CliRunner().invoke(app, ["profile", str(tmp_path / "nope.py"), "--device", "cpu"])
     assert missing.exit_code == 2 and "not found" in missing.output
+    bundled = CliRunner().invoke(app, ["profile", "example:softmax_reference.py", "example:softmax_triton.py",
+                                       "--device", "cpu", "--json"])  # as `tritonsmith eval` and `optimize` accept
+    assert bundled.exit_code == 0, bundled.output
+    assert [f["kernel"] for f in json.loads(bundled.output)["compile_facts"]] == ["_softmax_kernel"]
 
 
 @pytest.mark.gpu

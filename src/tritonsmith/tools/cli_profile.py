@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -17,8 +16,9 @@ __all__ = ["profile_command", "web_search_command"]
 
 
 def profile_command(
-    problem: Annotated[str, typer.Argument(help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)")],
-    candidate: Annotated[str | None, typer.Argument(help="Triton candidate file defining ModelNew")] = None,
+    problem: Annotated[str, typer.Argument(help="KernelBench-format problem file (Model, get_inputs, get_init_inputs), "
+                                               "or example:NAME")],
+    candidate: Annotated[str | None, typer.Argument(help="Triton candidate file defining ModelNew, or example:NAME")] = None,
     device: Annotated[str, typer.Option(help="auto, cuda or cpu (cpu: counts, bound and ahead-of-time compile facts)")] = "auto",
     json_out: Annotated[bool, typer.Option("--json", help="print the full report as JSON")] = False,
     ncu: Annotated[bool, typer.Option(help="collect Nsight Compute counters when ncu is available")] = True,
@@ -29,12 +29,15 @@ def profile_command(
     per-kernel times, Triton compile facts, hardware counters, and the next thing to try."""
     from rich.console import Console
 
+    from tritonsmith.cli import resolve_path
     from tritonsmith.problem import ProblemError
     from tritonsmith.tools.profile import profile_kernel
 
     console = Console()
+    problem_path = resolve_path(problem)
+    candidate_path = resolve_path(candidate) if candidate else None
     try:
-        report = profile_kernel(problem, Path(candidate) if candidate else None, device=device, ncu=ncu,
+        report = profile_kernel(problem_path, candidate_path, device=device, ncu=ncu,
                                 compiled=compiled, target_gpu=target_gpu)
     except (ProblemError, ValueError, FileNotFoundError) as exc:
         console.print(f"[red]error:[/red] {exc}")
