@@ -21,8 +21,13 @@ kernel per group:
   through strides, so any dim), each walked in blocks scanned with ``tl.cumsum`` / ``tl.cumprod`` in fp32
   with the running total (product) carried between blocks; the elementwise ops before the scan (e.g. a
   mask) and after it run in the same loop;
-- convolutions stay torch calls, with the chain after them fused into Triton (the hybrid policy: the
-  candidate's note names the torch ops that remain).
+- depthwise convolutions (``groups == in_channels``, ``out_channels = mult * in_channels``, not
+  transposed, 1-D to 3-D, any stride / padding / dilation, with or without bias) -> a "window" kernel
+  too (``_dwconv.py``): BLOCK contiguous outputs per program, the filter unrolled at compile time, zero
+  padding masked, the filter taps loaded per output channel, one fp32 FMA per tap (exact fp32, no
+  tensor cores: the op is memory-bound), the bias and the following elementwise chain as epilogue;
+- all other convolutions (dense, grouped, transposed) stay torch calls, with the chain after them fused
+  into Triton (the hybrid policy: the candidate's note names the torch ops that remain).
 
 Kernel kinds (in notes, ``PlanSummary.kernels`` and kernel names ``_<kind>_<i>_kernel``): pointwise,
 row, matmul, window, scan.

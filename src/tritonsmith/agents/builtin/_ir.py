@@ -20,7 +20,8 @@ REDUCE = "reduce"  # reduction over ``dims`` (kept as size 1); ``op`` in sum/max
 VIEW = "view"      # reshape / permute / expand; ``attrs['how']`` says which
 MM = "mm"          # batched matmul: args (A[B,M,K], B[B,K,N]) -> [B,M,N] (B may be absent: 2-D)
 EXTERN = "extern"  # a torch call kept as is (``attrs['call']`` formats it)
-WINDOW = "window"  # pooling, ``op`` in max/avg; attrs kernel/stride/padding/dilation: one entry per input dim
+WINDOW = "window"  # pooling, ``op`` in max/avg; attrs kernel/stride/padding/dilation: one entry per input dim;
+#                    or depthwise conv, ``op`` dwconv, args (x, weight), those attrs per spatial dim, ``mult``
 SCAN = "scan"      # inclusive scan along ``dims[0]`` (same shape as its input); ``op`` in sum/prod
 
 REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")

@@ -1,5 +1,5 @@
 """Kernel source for one fusion group: pointwise, row (reductions and normalizations), matmul, pooling
-window (``_window.py``) or scan (``_scan.py``)."""
+window (``_window.py``), depthwise convolution window (``_dwconv.py``) or scan (``_scan.py``)."""
 
 from __future__ import annotations
 
@@ -326,6 +326,10 @@ def kernel_for(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSo
         from tritonsmith.agents.builtin._rowkernel import row_kernel
 
         return row_kernel(plan, g, name, cfg)
+    if g.kind == WINDOWS and g.nodes[0].op == "dwconv":
+        from tritonsmith.agents.builtin._dwconv import dwconv_kernel
+
+        return dwconv_kernel(plan, g, name, cfg)
     if g.kind == WINDOWS:
         from tritonsmith.agents.builtin._window import window_kernel
 

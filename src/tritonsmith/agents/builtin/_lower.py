@@ -402,12 +402,15 @@ def _addmm(lw: _Lowering, fx: Any, bias: Node, a: Node, b: Node, beta: Any = 1, 
     return lw.pw("add", out, bias if beta == 1 else _scaled(lw, bias, beta))
 
 
-# -- torch calls kept as they are (the hybrid policy): convolutions --------------------------------
+# -- convolutions: depthwise ones are window kernels (_dwconv.py); the rest stay torch calls (hybrid) ---
 @_reg(aten.convolution.default)
 def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any, padding: Any, dilation: Any,
           transposed: bool, output_padding: Any, groups: int) -> Node:
     nd = len(w.shape) - 2
     val = fx.meta["val"]
+    if _depthwise(x, w, val, transposed, groups):
+        out = dwconv(lw, x, w, val, stride, padding, dilation)
+        return out if b is None else lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd))
     if transposed:
         call = (f"F.conv_transpose{nd}d({{0}}, {{1}}, None, stride={tuple(stride)}, padding={tuple(padding)}, "
                 f"output_padding={tuple(output_padding)}, groups={groups}, dilation={tuple(dilation)})")
@@ -419,6 +422,27 @@ def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any,
         return out
     # the bias joins the fused epilogue of the Triton kernel after the call
     return lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd), bias_of="conv")
+
+
+def _depthwise(x: Node, w: Node, val: Any, transposed: bool, groups: int) -> bool:
+    """A depthwise convolution (groups == in_channels > 1, one input channel per filter, not transposed,
+    1-D to 3-D, floating point, batched): written as a window kernel; every other convolution stays a torch
+    call (a dense conv is compute-bound: cuDNN's implicit GEMM on tensor cores is the right tool)."""
+    nd = len(w.shape) - 2
+    return (not transposed and 1 <= nd <= 3 and len(x.shape) == nd + 2 and groups > 1 and x.shape[1] == groups
+            and w.shape[1] == 1 and w.shape[0] % groups == 0 and x.dtype.is_floating_point
+            and w.dtype == x.dtype and val.dtype == x.dtype)
+
+
+def dwconv(lw: _Lowering, x: Node, w: Node, val: Any, stride: Any, padding: Any, dilation: Any) -> Node:
+    """Depthwise convolution without bias as a WINDOW node (op ``dwconv``, args (x, weight)); attrs give
+    kernel/stride/padding/dilation per spatial dim and ``mult``, the output channels per input channel."""
+    nd = len(w.shape) - 2
+    k = tuple(int(s) for s in w.shape[2:])
+    s, p, d = _per_dim(stride, nd), _per_dim(padding, nd), _per_dim(dilation, nd)
+    return lw.g.add(Node(WINDOW, tuple(val.shape), val.dtype, args=(x, w), op="dwconv",
+                         attrs={"kernel": k, "stride": s, "padding": p, "dilation": d,
+                                "mult": w.shape[0] // x.shape[1]}))
 
 
 # -- pooling windows and scans: Triton kernels of their own (_window.py, _scan.py) -----------------
