@@ -68,6 +68,11 @@ CASES: dict[str, tuple[Problem, set[str], tuple[str, ...]]] = {
         "bmm_and_matvec", "        pass",
         "a, b, v):\n        return torch.bmm(a, b).sum(dim=2, keepdim=True) + torch.matmul(a[0], v)",
         "[torch.randn(3, 17, 23), torch.randn(3, 23, 19), torch.randn(23, 1)]"), {"matmul", "row"}, ()),
+    "scalar_tensor_constant": (_problem(
+        "scalar_tensor_constant", "        pass",
+        "x):\n        y = torch.min(x + 0.25, torch.tensor(0.5, device=x.device))\n"
+        "        return torch.max(y, torch.tensor(-0.75, device=x.device)) * 3.0",
+        "[torch.randn(5, 7, 11)]"), {"pointwise"}, ()),
     "hybrid_conv_chain": (_problem(
         "hybrid_conv_chain", "        self.conv = nn.Conv2d(3, 5, 3)\n        self.bias = nn.Parameter(torch.randn(5, 1, 1))",
         "x):\n        x = self.conv(x)\n        x = torch.relu(x) + self.bias\n"

@@ -8,6 +8,7 @@ gives every value's shape and dtype, the parameter names (``graph_signature``) a
 
 from __future__ import annotations
 
+import logging
 import operator
 import warnings
 from collections.abc import Callable
@@ -17,6 +18,8 @@ import torch
 
 from tritonsmith.agents.builtin._ir import EXTERN, INPUT, MM, PARAM, PW, REDUCE, VIEW, Graph, Node, UnsupportedError
 from tritonsmith.problem import Problem
+
+log = logging.getLogger(__name__)
 
 __all__ = ["TracedProblem", "export_problem", "trace_problem"]
 
@@ -59,16 +62,42 @@ def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
         except Exception as exc:  # export failures are the reference's limitation, reported to the caller
             raise UnsupportedError(f"torch.export could not trace the reference: {type(exc).__name__}: {exc}") from exc
     program, inputs = exported
-    return _Lowering(program, inputs, options or {}).run()
+    return _Lowering(program, inputs, options or {}, constant_values=lambda: _constants_on_cpu(problem)).run()
+
+
+def _constants_on_cpu(problem: Problem) -> dict[str, Any]:
+    """The tensor constants the forward creates, with their values.
+
+    On the meta device ``torch.tensor(0.0, device=x.device)`` keeps no value; exporting the problem scaled
+    down to a small size on the CPU gives the same graph with real constants (their values do not depend
+    on the shapes). Empty when the problem cannot be scaled or exported that way.
+    """
+    from tritonsmith._problem_meta import exec_reference, instantiate
+    from tritonsmith.problem import ProblemError
+
+    try:
+        small = problem.scaled()
+        module = exec_reference(small.source, small.name)
+        model, _, inputs = instantiate(module, small.name, "cpu")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.export.export(model, tuple(inputs)).run_decompositions()
+    except (ProblemError, RuntimeError, ValueError, TypeError) as exc:
+        log.info("builtin: no CPU export of %s for its constants: %s", problem.name, exc)
+        return {}
+    return dict(program.constants)
 
 
 class _Lowering:
     """Walks the exported FX graph, mapping each node to IR nodes (or tuples of them)."""
 
-    def __init__(self, program: Any, inputs: list[Any], options: dict[str, Any]) -> None:
+    def __init__(self, program: Any, inputs: list[Any], options: dict[str, Any], *,
+                 constant_values: Callable[[], dict[str, Any]] | None = None) -> None:
         self.program = program
         self.inputs = inputs
         self.options = options
+        self._constant_values = constant_values
+        self._cpu_constants: dict[str, Any] | None = None
         self.scalars: dict[int, Any] = {}
         self.g = Graph()
         self.env: dict[str, Any] = {}
@@ -118,6 +147,10 @@ class _Lowering:
 
     def _constant(self, name: str) -> Any:
         value = self.program.constants.get(name)
+        if isinstance(value, torch.Tensor) and value.device.type == "meta" and self._constant_values is not None:
+            if self._cpu_constants is None:
+                self._cpu_constants = self._constant_values()
+            value = self._cpu_constants.get(name, value)
         if isinstance(value, torch.Tensor) and value.numel() == 1 and value.device.type != "meta":
             return value.item()
         raise UnsupportedError("the reference creates a tensor constant (other than a scalar) in forward")
