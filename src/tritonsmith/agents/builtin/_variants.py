@@ -10,7 +10,7 @@ import torch
 
 from tritonsmith.agents.base import Attempt
 from tritonsmith.agents.builtin._hints import order_by_hints, profile_hints
-from tritonsmith.agents.builtin._ir import PW
+from tritonsmith.agents.builtin._ir import PW, Node
 from tritonsmith.agents.builtin._kernels import next_pow2
 from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, SCANS, WINDOWS, Group, Plan
 from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
@@ -73,10 +73,13 @@ def mm_intensity(g: Group) -> float:
     return 2 * m * n * k / (4 * (m * k + k * n))
 
 
+_WIDE_EPILOGUE_OPS = 2
+
+
 def _matmul_config(g: Group) -> dict[str, Any]:
     """Hopper tiles for fp32: 128x128x32 (8 warps, 4 stages: 128 KB of shared memory) by default, 128x256x32
-    (3 stages, 144 KB) when M and N give at least two waves of the larger tiles and K >= 256 with no
-    epilogue, 64-wide where M or N is small. Precision: pre-split 3xTF32 (one pipelined tf32 dot over 3K; measured on sm_90 AOT: async wgmma,
+    (3 stages, 144 KB) when M and N give at least two waves of the larger tiles, K >= 256 and the epilogue
+    is light, 64-wide where M or N is small. Precision: pre-split 3xTF32 (one pipelined tf32 dot over 3K; measured on sm_90 AOT: async wgmma,
     no register round trip) where the operands' intensity repays the split pass, else Triton's tf32x3
     (which, on sm_90, splits B through registers and shared memory inside the loop and serializes its dots)."""
     mm = g.nodes[0]
@@ -86,11 +89,14 @@ def _matmul_config(g: Group) -> dict[str, Any]:
     cfg: dict[str, Any] = {"BLOCK_M": 128 if m > 64 else 64, "BLOCK_N": 128 if n > 64 else 64, "BLOCK_K": 32,
                            "GROUP_M": 8, "num_warps": 8, "num_stages": 4,
                            "precision": "3xtf32" if fp32 and mm_intensity(g) >= 128 else "tf32x3"}
-    # Wide tiles only for a long K loop and a bare store: compiled ahead of time for sm_90
-    # (benchmarks/builtin_aot.py, 2026-12-02), 128x256 tiles spilled 170-252 registers with an elementwise
-    # epilogue or K = 64, and 128x128 tiles 0-4; a plain 1024-deep bmm kept 128x256 at 202 registers, no spills.
-    epilogue = any(n.kind == PW for n in g.nodes[1:])
-    wide = m >= 128 and n >= 256 and mm.args[0].shape[-1] >= 256 and not epilogue
+    # Wide tiles only for a long K loop and a light epilogue (no other tensor read, at most two ops): compiled
+    # ahead of time for sm_90 (benchmarks/builtin_aot.py, 2026-12-02), 128x256 tiles spilled 170-252
+    # registers where the epilogue loads a bias or scale or K = 64, 496 under GELU * sigmoid + tanh, while
+    # 128x128 tiles spilled 0-4; a 1024-deep bmm (202 registers) and relu * 0.5 kept 128x256 without spills.
+    inside = {id(x) for x in g.nodes}
+    epilogue_loads = any(isinstance(a, Node) and id(a) not in inside for x in g.nodes[1:] for a in x.args)
+    light = not epilogue_loads and sum(1 for x in g.nodes[1:] if x.kind == PW) <= _WIDE_EPILOGUE_OPS
+    wide = m >= 128 and n >= 256 and mm.args[0].shape[-1] >= 256 and light
     if wide and bsz * -(-m // 128) * -(-n // 256) >= 2 * _SMS:
         cfg.update(BLOCK_N=256, num_stages=3)
     if cfg["precision"] == "tf32x3":
