@@ -51,7 +51,8 @@ def _problem(name: str) -> Problem:
 def _launches(source: str) -> list[tuple[str, dict]]:
     out = []
     for call in ast.walk(ast.parse(source)):
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript) and isinstance(call.func.value, ast.Name):
+        launch = isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
+        if launch and isinstance(call.func.value, ast.Name):
             out.append((call.func.value.id, {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}))
     return out
 

@@ -79,9 +79,10 @@ _WIDE_EPILOGUE_OPS = 2
 def _matmul_config(g: Group) -> dict[str, Any]:
     """Hopper tiles for fp32: 128x128x32 (8 warps, 4 stages: 128 KB of shared memory) by default, 128x256x32
     (3 stages, 144 KB) when M and N give at least two waves of the larger tiles, K >= 256 and the epilogue
-    is light, 64-wide where M or N is small. Precision: pre-split 3xTF32 (one pipelined tf32 dot over 3K; measured on sm_90 AOT: async wgmma,
-    no register round trip) where the operands' intensity repays the split pass, else Triton's tf32x3
-    (which, on sm_90, splits B through registers and shared memory inside the loop and serializes its dots)."""
+    is light, 64-wide where M or N is small. Precision: pre-split 3xTF32 (one pipelined tf32 dot over 3K;
+    measured on sm_90 AOT: async wgmma, no register round trip) where the operands' intensity repays the
+    split pass, else Triton's tf32x3 (which, on sm_90, splits B through registers and shared memory inside
+    the loop and serializes its dots)."""
     mm = g.nodes[0]
     m, n = mm.shape[-2], mm.shape[-1]
     bsz = mm.shape[0] if len(mm.shape) == 3 else 1
