@@ -46,6 +46,9 @@ def test_order_by_hints_is_stable_and_follows_the_first_actionable_code() -> Non
     assert [v.key for v in order_by_hints(menu, ("spills",))][0] == "mm-64x128"
     assert [v.key for v in order_by_hints(menu, ("unknown_code", "few_programs"))][0] == "row-split"
     assert [v.key for v in order_by_hints(menu, ())] == [v.key for v in menu]
+    windows = [Variant(k, k, {}, {}) for k in ("window-4096", "window-256")]
+    assert [v.key for v in order_by_hints(windows, ("few_programs",))][0] == "window-256"
+    assert [v.key for v in order_by_hints(windows, ("memory_bound",))][0] == "window-4096"
 
 
 @pytest.mark.parametrize("hints, expected", [(None, "mm-128x256"), ("spills", "mm-64x128"),

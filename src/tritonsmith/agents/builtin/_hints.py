@@ -23,8 +23,8 @@ NEAR_PEAK_NOTE = "the profiler puts the last verified kernel within reach of the
 
 # advice code -> words of variant keys that address it, best first
 _PREFER: dict[str, tuple[str, ...]] = {
-    "few_programs": ("split", "64x128"),
-    "low_occupancy": ("64x128", "split", "multipass"),
+    "few_programs": ("split", "64x128", "window-256", "scan-1k"),
+    "low_occupancy": ("64x128", "split", "multipass", "window-256", "scan-1k"),
     "spills": ("64x128", "multipass", "unpaired"),
     "shared_memory": ("64x128",),
     "extra_dram_traffic": ("nosplit", "wide"),
