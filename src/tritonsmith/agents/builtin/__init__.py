@@ -4,7 +4,11 @@ It traces the reference with ``torch.export``, lowers it to a small graph (point
 matmuls, pooling windows, scans, torch calls), partitions it into fusion groups and emits one Triton
 kernel per group:
 
-- elementwise chains with broadcasting -> one pointwise kernel;
+- elementwise chains with broadcasting -> one pointwise kernel; constant fills (``torch.full``, ``zeros_like``,
+  ``ones`` ...) read nothing: their value is inlined where they are used;
+- ``torch.cat`` along one dim -> a pointwise kernel of its own (with the chain after it): each element
+  picks its source by its index along that dim, a masked load through the source's strides (a computed
+  source is stored by its own group first) or a fill's value;
 - reductions and normalizations (sum/mean/max/min/argmax/argmin, softmax, log-softmax, layer/RMS/
   batch/instance/group norm, losses) -> one row kernel per set of rows, with the ops around them; mean
   and variance (Welford) and max and sum of exp (online softmax) share one read; few long rows are

@@ -15,7 +15,9 @@ import torch
 # Node kinds
 INPUT = "input"    # a forward argument
 PARAM = "param"    # a parameter or buffer of the module (``self.<path>``)
-PW = "pw"          # pointwise op; ``op`` names it, ``args`` are Nodes or Python scalars
+PW = "pw"          # pointwise op; ``op`` names it, ``args`` are Nodes or Python scalars. Two read no
+#                    elementwise args: ``full`` (no args, ``attrs['value']`` everywhere) and ``cat`` (args are
+#                    the sources, concatenated along ``attrs['dim']``; each element picks its source)
 REDUCE = "reduce"  # reduction over ``dims`` (kept as size 1); ``op`` in sum/max/min/argmax/argmin
 VIEW = "view"      # reshape / permute / expand; ``attrs['how']`` says which
 MM = "mm"          # batched matmul: args (A[B,M,K], B[B,K,N]) -> [B,M,N] (B may be absent: 2-D)
@@ -86,6 +88,11 @@ class Graph:
             for a in n.node_args():
                 out[a.id].append(n)
         return out
+
+
+def is_fill(n: Node) -> bool:
+    """A constant-filled tensor (``torch.full``/``zeros_like``/...): no memory read, inlined where it is used."""
+    return n.kind == PW and n.op == "full"
 
 
 def numel(shape: tuple[int, ...]) -> int:

@@ -11,9 +11,9 @@ from typing import Any
 import torch
 
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
-from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Node, UnsupportedError
+from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Node, UnsupportedError, is_fill, numel
 from tritonsmith.agents.builtin._partition import (
-    FULL, MATMUL, POINTWISE, ROW, SCANS, WINDOWS, Group, Plan, layout,
+    FULL, MATMUL, POINTWISE, ROW, SCANS, WINDOWS, Group, Plan, layout, resolve_base,
 )
 
 _IDX64_AT = (1 << 31) - (1 << 24)
@@ -64,6 +64,9 @@ class _Writer:
             return literal(a, as_float)
         if self.g.has(a):
             return f"v{a.id}"
+        fill = resolve_base(a, self.plan.owner)
+        if is_fill(fill):  # a constant: a block of its value, nothing to load
+            return fill_expr(fill, "lin" if rank == FULL else "k")
         key = (a.id, use, rank)
         if key not in cache:
             base, strides, off = layout(a, self.plan.owner)
@@ -82,10 +85,60 @@ class _Writer:
         if n.kind == VIEW:
             lines.append(f"v{n.id} = v{n.args[0].id}  # view as {list(n.shape)}: same elements, same order")
             return
+        if n.op == "cat":
+            self.cat_lines(n, lines, cache)
+            return
         as_float = n.dtype.is_floating_point or n.op in ("where",)
         args = [self.value(a, n.shape, rank, lines, cache, as_float) for a in n.args]
         idx = "lin" if rank == FULL else "k"
         lines.append(f"v{n.id} = {pw_expr(n, args, self.helpers, {'idx': idx})}  # {describe(n)}")
+
+    def cat_lines(self, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
+        """``v = cat(sources, dim)``: element ``i`` with index ``c`` along ``dim`` comes from the source whose
+        range ``[lo, lo + size)`` holds ``c``, at the same index with ``c - lo`` along ``dim``. Each source is
+        an external tensor (a masked load through its own strides) or a fill (its value)."""
+        rank = self.g.rank[n.id]
+        idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
+        d = n.attrs["dim"]
+        inner, size = numel(n.shape[d + 1:]), n.shape[d]
+        c = f"c{n.id}"
+        lines.append(f"{c} = {idx if inner == 1 else f'({idx} // {inner})'} % {size}  # index along cat dim {d}")
+        picks: list[tuple[str, str]] = []
+        lo = 0
+        for j, src in enumerate(n.node_args()):
+            hi = lo + src.shape[d]
+            sel = f"sel{n.id}_{j}"
+            bounds = ([f"({c} >= {lo})"] if lo > 0 else []) + ([f"({c} < {hi})"] if hi < size else [])
+            lines.append(f"{sel} = {' & '.join(bounds)}  # from source {j}: {describe_external(src)}")
+            if is_fill(resolve_base(src, self.plan.owner)):
+                picks.append((sel, self.value(src, src.shape, rank, lines, cache, n.dtype.is_floating_point)))
+            else:
+                picks.append((sel, self._cat_load(n, j, src, (idx, mask, c, sel), (lo, inner, size), lines)))
+            lo = hi
+        expr = picks[-1][1]  # the last source takes every remaining (and every masked) lane
+        for sel, val in reversed(picks[:-1]):
+            expr = f"tl.where({sel}, {val}, {expr})"
+        lines.append(f"v{n.id} = {expr}  # {describe(n)}")
+
+    def _cat_load(self, n: Node, j: int, src: Node, names: tuple[str, str, str, str],
+                  geo: tuple[int, int, int], lines: list[str]) -> str:
+        """Masked load of cat source ``j`` at the element's row-major index within that source."""
+        idx, mask, c, sel = names
+        lo, inner, size = geo
+        outer = numel(n.shape) // (inner * size)
+        terms = [f"({idx} // {inner * size}) * {src.shape[n.attrs['dim']] * inner}"] if outer > 1 else []
+        terms.append(f"({c} - {lo})" + (f" * {inner}" if inner > 1 else ""))
+        if inner > 1:
+            terms.append(f"{idx} % {inner}")
+        local = f"i{n.id}_{j}"
+        # lanes of other sources get index 0 so that no address is ever out of range, even masked ones
+        lines.append(f"{local} = tl.where({sel}, {' + '.join(terms)}, 0)")
+        base, strides, off = layout(src, self.plan.owner)
+        offs = offset_expr(local, src.shape, strides, off)
+        cast = ".to(tl.float32)" if src.dtype.is_floating_point else ""
+        var = f"x{n.id}_{j}"
+        lines.append(f"{var} = tl.load({self.base_ptr(base)} + {offs}, mask={mask} & {sel}, other=0){cast}")
+        return var
 
     def store(self, n: Node, rank: str, mask: str | None = None) -> str:
         idx, default = ("lin", "mask") if rank == FULL else ("k", "kmask")
@@ -112,6 +165,8 @@ class _Writer:
         launch each (kernel, grid, constexprs) in order: with the inputs, outputs and scratch tensors as
         arguments, or with ``own_args[i]`` for launch ``i``."""
         args = [f"a{i}" for i in range(len(self.bases))]
+        if not args:
+            raise UnsupportedError(f"{self.name} would read no tensor: its outputs are constants")
         lines = [f"def {self.name}({', '.join(f'{a}: torch.Tensor' for a in args)}):",
                  f'    """{comment}"""']
         for a, b in zip(args, self.bases, strict=True):
@@ -133,8 +188,16 @@ class _Writer:
         return "\n".join(lines) + "\n"
 
 
+def fill_expr(n: Node, idx: str) -> str:
+    """A block (the shape of index ``idx``) of fill ``n``'s value; floats in fp32 as all math."""
+    dt = "tl.float32" if n.dtype.is_floating_point else TL_DTYPE[n.dtype]
+    return f"tl.full({idx}.shape, {literal(n.attrs['value'], n.dtype.is_floating_point)}, {dt})"
+
+
 def describe(n: Node) -> str:
     def arg(a: Any) -> str:
+        if isinstance(a, Node) and is_fill(a):
+            return f"full({a.attrs['value']!r})"
         return f"v{a.id}" if isinstance(a, Node) else repr(a)
 
     if n.kind == REDUCE:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tritonsmith.agents.builtin._ir import SCAN, WINDOW, Node, UnsupportedError
+from tritonsmith.agents.builtin._ir import PW, SCAN, WINDOW, Node, UnsupportedError, is_fill
 
 if TYPE_CHECKING:
     from tritonsmith.agents.builtin._trace import _Lowering
@@ -513,7 +513,46 @@ def _cumulative(lw: _Lowering, fx: Any, x: Node, dim: int, dtype: Any = None) ->
     return lw.g.add(Node(SCAN, x.shape, val.dtype, args=(x,), op=op, dims=(dim % len(x.shape),)))
 
 
+# -- constant fills and concatenation ------------------------------------------------------------
+_FILL_VALUE = {aten.zeros_like.default: 0, aten.zeros.default: 0, aten.new_zeros.default: 0,
+               aten.ones_like.default: 1, aten.ones.default: 1, aten.new_ones.default: 1}
+_FILL_ARG = {aten.full.default: 1, aten.full_like.default: 1, aten.new_full.default: 2}  # position of the value
+
+
+@_reg(*_FILL_VALUE, *_FILL_ARG)
+def _fill(lw: _Lowering, fx: Any, *args: Any, **_: Any) -> Node:
+    """A tensor filled with one scalar: a pointwise ``full`` node without arguments (nothing is read)."""
+    val = fx.meta["val"]
+    value = _FILL_VALUE[fx.target] if fx.target in _FILL_VALUE else args[_FILL_ARG[fx.target]]
+    if isinstance(value, Node):
+        raise UnsupportedError("a fill whose value is a tensor")
+    if val.dtype.is_floating_point:
+        value = float(value)
+    elif val.dtype == torch.bool:
+        value = bool(value)
+    elif val.dtype in (torch.int64, torch.int32, torch.int8, torch.uint8):
+        value = int(value)
+    else:
+        raise UnsupportedError(f"a constant fill of dtype {val.dtype}")
+    return lw.g.add(Node(PW, tuple(val.shape), val.dtype, op="full", attrs={"value": value}))
+
+
 @_reg(aten.cat.default)
 def _cat(lw: _Lowering, fx: Any, tensors: Any, dim: int = 0) -> Node:
-    raise UnsupportedError("torch.cat (concatenation) is not written by the built-in generator "
-                           "(e.g. an exclusive cumsum built as cat(zeros, cumsum(x[:-1])))")
+    """Concatenation along one dim: a pointwise ``cat`` node whose sources are read by index range
+    (sources of another group are materialized first; fills are inlined). Empty sources are dropped."""
+    val = fx.meta["val"]
+    if not val.shape:
+        raise UnsupportedError("torch.cat of 0-d tensors")
+    dim %= len(val.shape)
+    srcs = [t for t in tensors if t.numel > 0]
+    if not srcs:
+        raise UnsupportedError("torch.cat of empty tensors only")
+    if any(len(t.shape) != len(val.shape) for t in srcs):
+        raise UnsupportedError("torch.cat of tensors of different ranks")
+    srcs = [t if t.dtype == val.dtype else lw.pw("cast", t, dtype=val.dtype) for t in srcs]
+    if len(srcs) == 1:
+        return srcs[0]
+    if all(is_fill(t) and t.attrs["value"] == srcs[0].attrs["value"] for t in srcs):
+        return lw.g.add(Node(PW, tuple(val.shape), val.dtype, op="full", attrs=dict(srcs[0].attrs)))
+    return lw.g.add(Node(PW, tuple(val.shape), val.dtype, args=tuple(srcs), op="cat", attrs={"dim": dim}))

@@ -1,6 +1,10 @@
 """Fusion groups: consecutive pointwise ops, reductions sharing one set of rows, a matmul or a pooling
 window with the pointwise chain after it (its epilogue), a scan with the pointwise ops before and after
-it along the same rows, and torch calls kept as they are (the hybrid policy)."""
+it along the same rows, and torch calls kept as they are (the hybrid policy).
+
+Constant fills belong to no group: every reader inlines the value. A concatenation starts a pointwise group
+of its own, so each of its sources is an external tensor (an input, a view, a stored value of an earlier
+group) or a fill, read by index range; the ops after it fuse into its group as after any pointwise op."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from dataclasses import dataclass, field
 import torch
 
 from tritonsmith.agents.builtin._ir import (
-    EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Node, UnsupportedError, contiguous_strides, numel,
+    EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Node, UnsupportedError, contiguous_strides,
+    is_fill, numel,
 )
 
 __all__ = ["Group", "Plan", "RowDomain", "partition"]
@@ -125,7 +130,7 @@ class _Partitioner:
 
     def run(self) -> Plan:
         for n in live_nodes(self.graph):
-            if n.kind in (INPUT, PARAM):
+            if n.kind in (INPUT, PARAM) or is_fill(n):
                 continue
             self._place(n)
         for i, g in enumerate(self.groups):
@@ -156,6 +161,9 @@ class _Partitioner:
             return
         if n.kind == REDUCE:
             self._place_reduce(n, latest)
+            return
+        if n.kind == PW and n.op == "cat":  # never fused with a source: those are read as external tensors
+            self._new(POINTWISE, n, n.numel, rank=FULL)
             return
         for g in self._candidates(latest):
             rank = self._pw_rank(g, n)
@@ -262,6 +270,8 @@ class _Partitioner:
                 outs.add(base.id)
             elif base.kind in (INPUT, PARAM):
                 raise UnsupportedError("the reference returns an input or parameter unchanged")
+            elif is_fill(base):
+                raise UnsupportedError("the reference returns a constant-filled tensor")
         for g in self.groups:
             g.outputs = [n for n in g.nodes if n.id in outs]
             if g.kind == TORCH:
