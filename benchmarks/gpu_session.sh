@@ -10,8 +10,11 @@
 #   seeds      the seed library evaluated on this GPU (issue 4)        -> manifest.json
 #   profiler   the profiler on the remaining cases (issue 6)           -> profiler.tar.gz
 #   suite      the built-in generator over levels 1-2 (issues 7, 8)    -> results.jsonl, report.*
+#   probe      `tritonsmith optimize` attempt tables for $PROBE          -> probe/*/report.md
+#   convlayout channels-last vs NCHW convolutions for $CONVS            -> conv_layout.txt
 # Everything comes back as $OUT/all.tar.gz.
-# Environment: EVAL_S, TESTS_S, SUITE_S (seconds per phase), EVAL_ONLY (problem stems), SUITE_ARGS.
+# Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
+# PROF_ONLY (profiler case names, default all six), SUITE_ARGS.
 set -u
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   && export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1 || exit 1
@@ -42,12 +45,23 @@ for phase in "$@"; do
     seeds)
       timeout 200 python3 benchmarks/seed_library_gpu.py 2>&1 | tail -25 ;;
     profiler)
-      mkdir -p /tmp/prof && OUT=/tmp/prof timeout 150 python3 benchmarks/profiler_gpu.py .kb --only rmsnorm,matmul_irregular \
+      mkdir -p /tmp/prof && OUT=/tmp/prof timeout "${PROF_S:-240}" python3 benchmarks/profiler_gpu.py .kb ${PROF_ONLY:+--only $PROF_ONLY} \
         2>&1 | tail -25; tar czf "$OUT/profiler.tar.gz" -C /tmp/prof . ;;
     suite)
       # shellcheck disable=SC2086
       timeout "$(( ${SUITE_S:-420} + 110 ))" python3 benchmarks/suite_gpu.py record --kernelbench .kb --run-dir "$PWD/.runs/suite" \
         --time-budget "${SUITE_S:-420}" --hard-stop "$(( ${SUITE_S:-420} + 100 ))" ${SUITE_ARGS:-} 2>&1 | tail -40 ;;
+    probe)
+      # what the variants of a few problems measure, attempt by attempt (PROBE: problem paths, PROBE_ITERS)
+      for f in ${PROBE:-}; do
+        n=$(basename "$f" .py)
+        timeout 120 python3 -m tritonsmith optimize "$f" --generator builtin --iterations "${PROBE_ITERS:-4}" \
+          --no-memory --out "$OUT/probe/$n" > "$OUT/probe_$n.log" 2>&1
+        grep -E "^\| [0-9]" "$OUT/probe/$n/report.md" | cut -c1-260
+      done ;;
+    convlayout)
+      # shellcheck disable=SC2086
+      timeout 200 python3 benchmarks/conv_layout_gpu.py ${CONVS:-} 2>&1 | grep -v Warning | tee "$OUT/conv_layout.txt" ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack

@@ -322,14 +322,17 @@ def test_matmul_precision_choice_and_variants() -> None:
     big = _problem("big_mm", "        pass", "a, b):\n        return torch.matmul(a, b)",
                    "[torch.randn(4096, 2048), torch.randn(2048, 4096)]")
     _, plan = _plan(big, {}, None)
-    cfg = group_config(plan.groups[0], {})
+    cfg = group_config(plan.groups[0], {})  # in-loop tf32x3 first: no wide tiles under its register split
+    assert cfg["precision"] == "tf32x3" and cfg["BLOCK_N"] == 64 and cfg["num_stages"] == 3
+    cfg = group_config(plan.groups[0], {"presplit": True})
     assert cfg["precision"] == "3xtf32" and cfg["BLOCK_N"] == 256 and cfg["num_stages"] == 3
     keys = [v.key for v in variant_menu(plan)]
-    assert keys[:2] == ["default", "ieee"] and "mm-tf32x3" in keys and "mm-128x128" in keys
+    assert keys[:3] == ["default", "ieee", "mm-3xtf32"] and "mm-128x256" not in keys and "mm-64x64" in keys
     thin = CASES["linear_epilogue"][0]  # low FLOPs per operand byte: the split pass would not pay
     _, plan = _plan(thin, {}, None)
     assert group_config(plan.groups[0], {})["precision"] == "tf32x3"
-    assert "mm-3xtf32" in [v.key for v in variant_menu(plan)]
+    assert group_config(plan.groups[0], {"presplit": True})["precision"] == "tf32x3"
+    assert "mm-3xtf32" not in [v.key for v in variant_menu(plan)]
 
 
 _SPLIT_NUMERICS = r'''

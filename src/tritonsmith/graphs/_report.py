@@ -33,11 +33,12 @@ def markdown_report(result: OptimizeResult) -> str:
         lines.append(f"- **tokens**: {result.input_tokens} in / {result.output_tokens} out{cost}")
     for note in result.notes:
         lines.append(f"- note: {note}")
-    lines += ["", "| iteration | generator | status | speed | reward | message |", "|---|---|---|---|---|---|"]
+    lines += ["", "| iteration | generator | variant | status | speed | reward | message |",
+              "|---|---|---|---|---|---|---|"]
     for a in result.attempts:
         msg = a.message.replace("|", "\\|").replace("\n", " ")[:120]
-        lines.append(f"| {a.iteration} | {a.generator} | {a.status} | {_speed(a.speedup, a.reward_basis)} | "
-                     f"{a.reward:.3f} | {msg} |")
+        lines.append(f"| {a.iteration} | {a.generator} | {a.variant or ''} | {a.status} | "
+                     f"{_speed(a.speedup, a.reward_basis)} | {a.reward:.3f} | {msg} |")
     if result.best_source:
         lines += ["", "## Best kernel", "", "```python", result.best_source.rstrip(), "```"]
     return "\n".join(lines) + "\n"

@@ -42,6 +42,7 @@ class AttemptSummary:
     speedup: float | None
     source: str | None
     note: str = ""
+    variant: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,7 +96,8 @@ class OptimizeResult:
             best_reward=best["reward"] if best else None, best_iteration=best["iteration"] if best else None,
             attempts=tuple(AttemptSummary(iteration=a["iteration"], generator=a["generator"], status=a["status"],
                                           message=a["message"], reward=a["reward"], reward_basis=a["reward_basis"],
-                                          speedup=a["speedup"], source=a["source"], note=a["note"])
+                                          speedup=a["speedup"], source=a["source"], note=a["note"],
+                                          variant=a.get("variant"))
                            for a in state.get("attempts", [])),
             input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
             cost_usd=usage.get("cost_usd"), notes=tuple(state.get("notes", [])), settings=settings.public_dict())

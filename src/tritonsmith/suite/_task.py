@@ -38,6 +38,7 @@ class OptimizeOutcome:
     cost_usd: float | None = None
     failure_status: str | None = None
     failure_message: str = ""
+    attempts: tuple[dict[str, Any], ...] = ()
 
 
 class OptimizeFn(Protocol):
@@ -138,7 +139,8 @@ def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> Proble
         status, message = out.best_result.status.value, out.best_result.message
     return ProblemRecord(problem=problem.name, status=status, message=message, result=out.best_result,
                          iterations=out.iterations, generator=out.generator, input_tokens=out.input_tokens,
-                         output_tokens=out.output_tokens, cost_usd=out.cost_usd, candidate_file=candidate_file, **base)
+                         output_tokens=out.output_tokens, cost_usd=out.cost_usd, candidate_file=candidate_file,
+                         attempts=out.attempts, **base)
 
 
 def resolve_optimize_fn(ref: str | None) -> Callable[..., Any]:

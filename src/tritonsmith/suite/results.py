@@ -69,6 +69,7 @@ class ProblemRecord:
     wall_s: float = 0.0
     work_s: float = 0.0
     worker: str = ""
+    attempts: tuple[dict[str, Any], ...] = ()
     finished_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     @property
@@ -107,6 +108,7 @@ class ProblemRecord:
     def from_dict(cls, data: dict[str, Any]) -> ProblemRecord:
         d = dict(data)
         d["result"] = EvalResult.from_dict(d["result"]) if d.get("result") else None
+        d["attempts"] = tuple(d.get("attempts") or ())
         return cls(**d)
 
     def with_timing(self, *, wall_s: float, worker: str) -> ProblemRecord:

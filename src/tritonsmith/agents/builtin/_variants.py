@@ -37,14 +37,14 @@ def group_config(g: Group, overrides: dict[str, Any]) -> dict[str, Any]:
     if g.kind == POINTWISE:
         cfg = {"BLOCK": 1024, "num_warps": 4}
     elif g.kind == MATMUL:
-        cfg = _matmul_config(g)
+        cfg = _matmul_config(g, presplit=bool(overrides.get("presplit")))
     elif g.kind == ROW and g.domain is not None:
         cfg = _row_config(g)
     elif g.kind == WINDOWS:
         cfg = {"BLOCK": 1024, "num_warps": 4}
     elif g.kind == SCANS and g.domain is not None:
         cfg = _scan_config(g, int(overrides.get("tile", 4096)))
-    cfg.update({k: v for k, v in overrides.items() if k != "tile"})
+    cfg.update({k: v for k, v in overrides.items() if k not in ("tile", "presplit")})
     return cfg
 
 
@@ -76,20 +76,34 @@ def mm_intensity(g: Group) -> float:
 _WIDE_EPILOGUE_OPS = 2
 
 
-def _matmul_config(g: Group) -> dict[str, Any]:
-    """Hopper tiles for fp32: 128x128x32 (8 warps, 4 stages: 128 KB of shared memory) by default, 128x256x32
-    (3 stages, 144 KB) when M and N give at least two waves of the larger tiles, K >= 256 and the epilogue
-    is light, 64-wide where M or N is small. Precision: pre-split 3xTF32 (one pipelined tf32 dot over 3K;
-    measured on sm_90 AOT: async wgmma, no register round trip) where the operands' intensity repays the
-    split pass, else Triton's tf32x3 (which, on sm_90, splits B through registers and shared memory inside
-    the loop and serializes its dots)."""
+def _presplit_pays(g: Group) -> bool:
+    """fp32 operands whose intensity repays the hi/lo split pass (about 3x the operand bytes)."""
+    return all(a.dtype == torch.float32 for a in g.nodes[0].args) and mm_intensity(g) >= 128
+
+
+def _matmul_config(g: Group, presplit: bool = False) -> dict[str, Any]:
+    """Hopper tiles: 128x128x32 (8 warps) by default, 64-wide where M or N is small.
+
+    Precision for fp32 operands: Triton's in-loop ``tf32x3`` on 128x64x32 tiles, 8 warps, 3 stages (compiled
+    for sm_90 with Triton 3.9: 0 spills under a bias, GELU or transposed-B epilogue, where 128x128 tiles
+    spilled 70-72 registers with a linear layer's K-major weight) unless ``presplit`` asks for operands pre-split into tf32 hi/lo parts (3xTF32: one
+    pipelined tf32 dot over 3K, 4 stages). Measured on the H200 (2026-12-03 suite run), the pre-split
+    kernels ran at 0.5-0.7x of torch.compile on six GEMM problems, while an in-loop tf32x3 matmul measured
+    1.08x of torch at 4096^3; so tf32x3 comes first and the pre-split is the second variant.
+    128x256 tiles (3 stages, 144 KB) only without the in-loop split, for a long K loop and a light epilogue,
+    when M and N give at least two waves of them.
+    """
     mm = g.nodes[0]
     m, n = mm.shape[-2], mm.shape[-1]
     bsz = mm.shape[0] if len(mm.shape) == 3 else 1
     fp32 = all(a.dtype == torch.float32 for a in mm.args)
+    presplit = presplit and _presplit_pays(g)
     cfg: dict[str, Any] = {"BLOCK_M": 128 if m > 64 else 64, "BLOCK_N": 128 if n > 64 else 64, "BLOCK_K": 32,
                            "GROUP_M": 8, "num_warps": 8, "num_stages": 4,
-                           "precision": "3xtf32" if fp32 and mm_intensity(g) >= 128 else "tf32x3"}
+                           "precision": "3xtf32" if presplit else "tf32x3"}
+    if fp32 and not presplit:
+        cfg.update(BLOCK_N=64, num_stages=3)
+        return cfg
     # Wide tiles only for a long K loop and a light epilogue (no other tensor read, at most two ops): compiled
     # ahead of time for sm_90 (benchmarks/builtin_aot.py, 2026-12-02), 128x256 tiles spilled 170-252
     # registers where the epilogue loads a bias or scale or K = 64, 496 under GELU * sigmoid + tanh, while
@@ -100,8 +114,6 @@ def _matmul_config(g: Group) -> dict[str, Any]:
     wide = m >= 128 and n >= 256 and mm.args[0].shape[-1] >= 256 and light
     if wide and bsz * -(-m // 128) * -(-n // 256) >= 2 * _SMS:
         cfg.update(BLOCK_N=256, num_stages=3)
-    if cfg["precision"] == "tf32x3":
-        cfg["num_stages"] = 3  # the in-loop split keeps extra tiles in shared memory
     return cfg
 
 
@@ -163,26 +175,32 @@ def variant_menu(plan: Plan) -> list[Variant]:
 
 
 def _matmul_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
-    cfgs = [group_config(g, {}) for g in plan.groups if g.kind == MATMUL]
-    presplit = any(c["precision"] == "3xtf32" for c in cfgs)
-    wide = any(c["BLOCK_N"] == 256 for c in cfgs)
+    groups = [g for g in plan.groups if g.kind == MATMUL]
+    cfgs = [group_config(g, {}) for g in groups]
     out = [Variant("ieee", "fp32 dot with input_precision='ieee' (the tf32 split missed the tolerance?)",
                    base_opts, {MATMUL: {"precision": "ieee", "num_stages": 3}})]
-    if wide:
+    if any(_presplit_pays(g) for g in groups):
+        out.append(Variant("mm-3xtf32", "operands pre-split into tf32 hi/lo (one pipelined tf32 dot over 3K; "
+                           "128x256 tiles where they fit)", base_opts, {MATMUL: {"presplit": True}}))
+    if any(c["BLOCK_N"] == 256 for c in cfgs):
         out.append(Variant("mm-128x128", "128x128x32 tiles, 8 warps, 4 stages", base_opts,
                            {MATMUL: {"BLOCK_N": 128, "num_stages": 4}}))
-    else:
-        # 128x256 fp32 tiles with BLOCK_K=32 and 3 stages: 144 KB of shared memory (H100/H200: 227 KB)
+    elif not any(c["precision"] == "tf32x3" and all(a.dtype == torch.float32 for a in g.nodes[0].args)
+                 for g, c in zip(groups, cfgs, strict=True)):
+        # 128x256 fp32 tiles with BLOCK_K=32 and 3 stages: 144 KB of shared memory (H100/H200: 227 KB); not
+        # under the in-loop tf32x3 split, whose extra registers spill at that size
         out.append(Variant("mm-128x256", "larger matmul tiles (128x256x32, 3 stages)", base_opts,
                            {MATMUL: {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3}}))
-    if presplit:
-        out.append(Variant("mm-tf32x3", "Triton's in-loop tf32x3 instead of pre-split operands", base_opts,
-                           {MATMUL: {"precision": "tf32x3", "num_stages": 3}}))
+    if all(c["precision"] == "tf32x3" and all(a.dtype == torch.float32 for a in g.nodes[0].args)
+           for g, c in zip(groups, cfgs, strict=True)):
+        # under the in-loop split 64x128 tiles with 4 warps spilled 28-76 registers (sm_90 AOT); 64x64 none
+        out.append(Variant("mm-128x128", "128x128x32 tiles, 8 warps, 3 stages", base_opts,
+                           {MATMUL: {"BLOCK_N": 128, "num_stages": 3}}))
+        out.append(Variant("mm-64x64", "smaller matmul tiles, 4 warps, 4 stages", base_opts,
+                           {MATMUL: {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 4}}))
     else:
-        out.append(Variant("mm-3xtf32", "operands pre-split into tf32 hi/lo (one pipelined dot over 3K)",
-                           base_opts, {MATMUL: {"precision": "3xtf32", "num_stages": 4}}))
-    out.append(Variant("mm-64x128", "smaller matmul tiles, 4 warps, 4 stages", base_opts,
-                       {MATMUL: {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4}}))
+        out.append(Variant("mm-64x128", "smaller matmul tiles, 4 warps, 4 stages", base_opts,
+                           {MATMUL: {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4}}))
     return out
 
 

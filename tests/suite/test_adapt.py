@@ -1,0 +1,31 @@
+"""The optimize loop's result as the suite runner records it: best kernel, verdict and the attempt trail."""
+
+from __future__ import annotations
+
+from tritonsmith.graphs.optimizer import AttemptSummary, OptimizeResult
+from tritonsmith.suite._adapt import outcome_from_optimize_result
+from tritonsmith.suite.results import ProblemRecord
+
+
+def _attempt(i: int, variant: str, status: str, message: str) -> AttemptSummary:
+    return AttemptSummary(iteration=i, generator="builtin", status=status, message=message, reward=0.0,
+                          reward_basis="compile", speedup=None, source="src", variant=variant)
+
+
+def test_gave_up_run_keeps_last_verdict_and_every_attempt() -> None:
+    raw = OptimizeResult(problem="p", status="gave_up", reason="iteration limit reached", device="cuda",
+                         generator="builtin", best_source=None, best_result=None, best_reward=None,
+                         best_iteration=None, attempts=(_attempt(1, "default", "wrong_output", "x" * 500),
+                                                        _attempt(2, "ieee", "rejected", "precision_lowered")))
+    out = outcome_from_optimize_result(raw)
+    assert out.failure_status == "rejected" and "last attempt: precision_lowered" in out.failure_message
+    assert [a["variant"] for a in out.attempts] == ["default", "ieee"]
+    assert len(out.attempts[0]["message"]) == 300 and "source" not in out.attempts[0]
+    record = ProblemRecord(key="level1/p", problem="p", level=1, status="rejected", message="m", mode="optimize",
+                           device="cuda", attempts=out.attempts)
+    again = ProblemRecord.from_dict(record.to_dict())
+    assert again.attempts == out.attempts
+    # rows written before attempts were recorded still load
+    old = record.to_dict()
+    del old["attempts"]
+    assert ProblemRecord.from_dict(old).attempts == ()
