@@ -55,9 +55,11 @@ for phase in "$@"; do
       # what the variants of a few problems measure, attempt by attempt (PROBE: problem paths, PROBE_ITERS)
       for f in ${PROBE:-}; do
         n=$(basename "$f" .py)
-        timeout 120 python3 -m tritonsmith optimize "$f" --generator builtin --iterations "${PROBE_ITERS:-4}" \
-          --no-memory --out "$OUT/probe/$n" > "$OUT/probe_$n.log" 2>&1
+        # profiling off: with it each refined attempt also spends 20-40 s in the profiler
+        TRITONSMITH_PROFILE=0 timeout 120 python3 -m tritonsmith optimize "$f" --generator builtin \
+          --iterations "${PROBE_ITERS:-4}" --no-memory --out "$OUT/probe/$n" > "$OUT/probe_$n.log" 2>&1
         grep -E "^\| [0-9]" "$OUT/probe/$n/report.md" | cut -c1-260
+        pack
       done ;;
     convlayout)
       # shellcheck disable=SC2086

@@ -51,9 +51,9 @@ def test_order_by_hints_is_stable_and_follows_the_first_actionable_code() -> Non
     assert [v.key for v in order_by_hints(windows, ("memory_bound",))][0] == "window-4096"
 
 
-@pytest.mark.parametrize("hints, expected", [(None, "mm-3xtf32"), ("spills", "mm-64x64"),
-                                             ("few_programs, spills", "mm-64x64"), ("launch_bound", "mm-3xtf32"),
-                                             ("compute_bound", "mm-128x128")])
+@pytest.mark.parametrize("hints, expected", [(None, "mm-128x128"), ("spills", "mm-64x64"),
+                                             ("few_programs, spills", "mm-64x64"), ("launch_bound", "mm-128x128"),
+                                             ("compute_bound", "mm-128x128"), ("extra_dram_traffic", "mm-128x128")])
 def test_next_variant_addresses_the_profile(hints: str | None, expected: str) -> None:
     """Menu order without a profile (or with advice no variant addresses); the advice's variant with one."""
     assert _next_variant([_attempt("default", hints)]) == expected

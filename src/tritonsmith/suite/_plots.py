@@ -40,11 +40,13 @@ def plot_speedups(records: Sequence[ProblemRecord], path: Path) -> Path:
             ax.hist(vs, bins=bins, alpha=0.55, color=_COLOURS[base], label=f"{_LABELS[base]} (n={len(vs)})")
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
     ax.set_xscale("log")
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
-    times = FuncFormatter(lambda v, _pos: f"{v:g}x")
-    ax.xaxis.set_major_formatter(times)
-    ax.xaxis.set_minor_formatter(times)
+    # powers of two (and 1.5x) labelled; minor ticks unlabelled so the labels never overlap
+    ticks = [t for t in (1 / 8, 1 / 4, 1 / 2, 1, 1.5, 2, 4, 8, 16, 32, 64) if bins[0] <= t <= bins[-1]]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("speedup (reference time / kernel time)")
     ax.set_ylabel("problems")

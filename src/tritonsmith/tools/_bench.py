@@ -102,7 +102,10 @@ def _verify_timed_outputs(outputs: dict[int, Any], expected: list[list[Any]]) ->
     """The last output of each input set while timed must still be the reference's.
 
     Normwise (relative error <= 1e-2, no NaN): loose enough for any honest kernel and any tolerance
-    policy, tight enough to refuse recycled memory, another input's result or no result.
+    policy, tight enough to refuse recycled memory, another input's result or no result. An output that
+    is rounding noise around a mathematical constant (the mean of a normalized tensor) has no meaningful
+    relative error; it passes when every element is within the ``kernelbench`` tolerance of the reference,
+    the criterion its correctness trials already met (another input's result would be as close).
     """
     for i, out in outputs.items():
         got = flatten_outputs(out)
@@ -112,7 +115,8 @@ def _verify_timed_outputs(outputs: dict[int, Any], expected: list[list[Any]]) ->
             c = got[j] if j < len(got) else None
             ok = len(got) == len(expected[i]) and isinstance(c, torch.Tensor) and c.shape == r.shape
             if ok and r.numel():
-                ok = _relative_error(c, r) <= _TIMED_OUTPUT_REL_ERROR and bool(torch.isnan(c).sum() <= torch.isnan(r).sum())
+                ok = bool(torch.isnan(c).sum() <= torch.isnan(r).sum()) and (
+                    _relative_error(c, r) <= _TIMED_OUTPUT_REL_ERROR or _elementwise_close(c, r))
             if not ok:
                 raise reject("benchmark_output_wrong", "benchmark", f"output {j} returned while being timed (input set "
                              f"{i}) differs from the reference: ModelNew must compute the same result on every call")
@@ -134,6 +138,21 @@ def _relative_error(c: Any, r: Any) -> float:
         diff_sq += (cc - rc).square().sum()
         ref_sq += rc.square().sum()
     return float(diff_sq.sqrt()) / (float(ref_sq.sqrt()) or 1.0)
+
+
+def _elementwise_close(c: Any, r: Any) -> bool:
+    """|c - r| <= tol + tol |r| everywhere (tol: the ``kernelbench`` tolerance of r's dtype), a chunk at a time."""
+    from tritonsmith.tools._compare import kernelbench_tolerance
+
+    if c.dtype != r.dtype or c.device != r.device or not r.is_floating_point():
+        return False
+    tol = kernelbench_tolerance(r.dtype)
+    flat_c, flat_r = c.reshape(-1), r.reshape(-1)
+    for lo in range(0, flat_r.numel(), _VERIFY_CHUNK):
+        rc, cc = flat_r[lo:lo + _VERIFY_CHUNK], flat_c[lo:lo + _VERIFY_CHUNK]
+        if not torch.allclose(cc, rc, atol=tol, rtol=tol, equal_nan=True):
+            return False
+    return True
 
 
 def _cross_check(cand: dict[str, Any], eager: dict[str, Any]) -> None:

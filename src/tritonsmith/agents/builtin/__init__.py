@@ -14,8 +14,9 @@ kernel per group:
   and variance (Welford) and max and sum of exp (online softmax) share one read; few long rows are
   split over many programs (partials in a small fp32 workspace, then a combine-and-write kernel);
 - matmul / bmm / linear -> a tiled ``tl.dot`` kernel with the following elementwise chain as epilogue;
-  fp32 operands of high-intensity matmuls are pre-split into tf32 hi/lo parts (3xTF32: one pipelined
-  tensor-core dot over 3K), otherwise Triton's ``tf32x3``; never plain tf32;
+  fp32 operands use Triton's in-loop ``tf32x3`` (three tensor-core passes, fp32 accuracy); a variant
+  pre-splits them into tf32 hi/lo parts (3xTF32: one pipelined dot over 3K), slower on the H200; never
+  plain tf32;
 - max / average pooling, 1-D to 3-D (``nn.MaxPool1d/2d/3d``, ``nn.AvgPool1d/2d/3d``, ``F.max_pool*``,
   ``F.avg_pool*``: kernel size, stride, padding, dilation, ceil_mode, count_include_pad,
   divisor_override) -> one "window" kernel: each program writes a block of contiguous outputs, the

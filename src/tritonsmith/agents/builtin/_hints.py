@@ -30,7 +30,7 @@ _PREFER: dict[str, tuple[str, ...]] = {
     "extra_dram_traffic": ("nosplit", "wide"),
     "launch_bound": ("nosplit", "no-split-k", "4096"),
     "memory_bound": ("4096", "wide", "split"),
-    "compute_bound": ("128x256", "128x128", "3xtf32"),
+    "compute_bound": ("128x256", "128x128"),
 }
 
 

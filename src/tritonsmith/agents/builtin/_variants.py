@@ -87,9 +87,8 @@ def _matmul_config(g: Group, presplit: bool = False) -> dict[str, Any]:
     Precision for fp32 operands: Triton's in-loop ``tf32x3`` on 128x64x32 tiles, 8 warps, 3 stages (compiled
     for sm_90 with Triton 3.9: 0 spills under a bias, GELU or transposed-B epilogue, where 128x128 tiles
     spilled 70-72 registers with a linear layer's K-major weight) unless ``presplit`` asks for operands pre-split into tf32 hi/lo parts (3xTF32: one
-    pipelined tf32 dot over 3K, 4 stages). Measured on the H200 (2026-12-03 suite run), the pre-split
-    kernels ran at 0.5-0.7x of torch.compile on six GEMM problems, while an in-loop tf32x3 matmul measured
-    1.08x of torch at 4096^3; so tf32x3 comes first and the pre-split is the second variant.
+    pipelined tf32 dot over 3K, 4 stages). Measured on the H200 (2026-12-03 suite run, same problems, same
+    run): in-loop tf32x3 1.06-1.31x of torch.compile on 13 level-2 GEMMs, the pre-split 0.47-0.49x.
     128x256 tiles (3 stages, 144 KB) only without the in-loop split, for a long K loop and a light epilogue,
     when M and N give at least two waves of them.
     """
@@ -175,32 +174,34 @@ def variant_menu(plan: Plan) -> list[Variant]:
 
 
 def _matmul_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
+    """ieee (only after a wrong tf32 answer), other tiles, then the pre-split 3xTF32 last: on the H200
+    (2026-12-03 suite run) it ran at 0.47-0.49x of torch.compile on 10 GEMM problems where the in-loop
+    tf32x3 default ran at 1.06-1.27x, and gave a wrong or rejected answer on 2 more."""
     groups = [g for g in plan.groups if g.kind == MATMUL]
     cfgs = [group_config(g, {}) for g in groups]
+    in_loop = all(c["precision"] == "tf32x3" and all(a.dtype == torch.float32 for a in g.nodes[0].args)
+                  for g, c in zip(groups, cfgs, strict=True))
     out = [Variant("ieee", "fp32 dot with input_precision='ieee' (the tf32 split missed the tolerance?)",
                    base_opts, {MATMUL: {"precision": "ieee", "num_stages": 3}})]
-    if any(_presplit_pays(g) for g in groups):
-        out.append(Variant("mm-3xtf32", "operands pre-split into tf32 hi/lo (one pipelined tf32 dot over 3K; "
-                           "128x256 tiles where they fit)", base_opts, {MATMUL: {"presplit": True}}))
-    if any(c["BLOCK_N"] == 256 for c in cfgs):
-        out.append(Variant("mm-128x128", "128x128x32 tiles, 8 warps, 4 stages", base_opts,
-                           {MATMUL: {"BLOCK_N": 128, "num_stages": 4}}))
-    elif not any(c["precision"] == "tf32x3" and all(a.dtype == torch.float32 for a in g.nodes[0].args)
-                 for g, c in zip(groups, cfgs, strict=True)):
-        # 128x256 fp32 tiles with BLOCK_K=32 and 3 stages: 144 KB of shared memory (H100/H200: 227 KB); not
-        # under the in-loop tf32x3 split, whose extra registers spill at that size
-        out.append(Variant("mm-128x256", "larger matmul tiles (128x256x32, 3 stages)", base_opts,
-                           {MATMUL: {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3}}))
-    if all(c["precision"] == "tf32x3" and all(a.dtype == torch.float32 for a in g.nodes[0].args)
-           for g, c in zip(groups, cfgs, strict=True)):
-        # under the in-loop split 64x128 tiles with 4 warps spilled 28-76 registers (sm_90 AOT); 64x64 none
+    if in_loop:
+        # 128x128 won on one problem of 13 (1.61x vs 1.31x); under the in-loop split 64x128 tiles with 4 warps
+        # spilled 28-76 registers (sm_90 AOT), 64x64 none
         out.append(Variant("mm-128x128", "128x128x32 tiles, 8 warps, 3 stages", base_opts,
                            {MATMUL: {"BLOCK_N": 128, "num_stages": 3}}))
         out.append(Variant("mm-64x64", "smaller matmul tiles, 4 warps, 4 stages", base_opts,
                            {MATMUL: {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 4}}))
     else:
+        if any(c["BLOCK_N"] == 256 for c in cfgs):
+            out.append(Variant("mm-128x128", "128x128x32 tiles, 8 warps, 4 stages", base_opts,
+                               {MATMUL: {"BLOCK_N": 128, "num_stages": 4}}))
+        else:  # 128x256x32 tiles, 3 stages: 144 KB of shared memory for fp32 (H100/H200: 227 KB)
+            out.append(Variant("mm-128x256", "larger matmul tiles (128x256x32, 3 stages)", base_opts,
+                               {MATMUL: {"BLOCK_N": 256, "BLOCK_K": 32, "num_stages": 3}}))
         out.append(Variant("mm-64x128", "smaller matmul tiles, 4 warps, 4 stages", base_opts,
                            {MATMUL: {"BLOCK_M": 64, "BLOCK_N": 128, "num_warps": 4, "num_stages": 4}}))
+    if any(_presplit_pays(g) for g in groups):
+        out.append(Variant("mm-3xtf32", "operands pre-split into tf32 hi/lo (one pipelined tf32 dot over 3K; "
+                           "128x256 tiles where they fit)", base_opts, {MATMUL: {"presplit": True}}))
     return out
 
 
