@@ -11,7 +11,7 @@
 #   profiler   the profiler on the remaining cases (issue 6)           -> profiler.tar.gz
 #   suite      the built-in generator over levels 1-2 (issues 7, 8)    -> results.jsonl, report.*
 #   probe      `tritonsmith optimize` attempt tables for $PROBE          -> probe/*/report.md
-#   convlayout channels-last vs NCHW convolutions for $CONVS            -> conv_layout.txt
+#   convlayout channels-last vs NCHW convolutions for $CONVS            -> conv_layout.txt, inductor_output_code.txt
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
 # PROF_ONLY (profiler case names, default all six), SUITE_ARGS.
@@ -63,7 +63,9 @@ for phase in "$@"; do
       done ;;
     convlayout)
       # shellcheck disable=SC2086
-      timeout 200 python3 benchmarks/conv_layout_gpu.py ${CONVS:-} 2>&1 | grep -v Warning | tee "$OUT/conv_layout.txt" ;;
+      # TORCH_LOGS=output_code: torch.compile's generated code, to see how it lays out the convolution
+      TORCH_LOGS=output_code timeout 200 python3 benchmarks/conv_layout_gpu.py ${CONVS:-} \
+        2> "$OUT/inductor_output_code.txt" | tee "$OUT/conv_layout.txt" ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack

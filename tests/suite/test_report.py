@@ -76,6 +76,22 @@ def test_per_level_metrics_and_written_report(tmp_path: Path) -> None:
         assert f"]({png})" in md
 
 
+def test_report_says_when_a_resumed_run_mixes_code_versions(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    store = RunStore(tmp_path)
+    for r in RECORDS[:2]:
+        store.append(r)
+    assert RECORDS[0].version.startswith("0.")  # stamped with this checkout's version when made
+    write_report(tmp_path)
+    assert "different tritonsmith versions" not in (tmp_path / "report.md").read_text()
+    store.append(replace(RECORDS[5], version="0.0.9+gabc1234"))
+    report = write_report(tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert f"`{RECORDS[0].version}` (2), `0.0.9+gabc1234` (1)" in md
+    assert [row["version"] for row in report.to_dict()["problems"]][-1] == "0.0.9+gabc1234"
+
+
 def test_cpu_run_reports_correctness_only(tmp_path: Path) -> None:
     store = RunStore(tmp_path)
     for r in (_rec("a", 1, cand=1.0, eager=5.0, device="cpu"), _rec("b", 1, status="compile_error", device="cpu")):

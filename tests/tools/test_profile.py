@@ -229,6 +229,60 @@ def test_run_ncu_degrades_to_a_note(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert ok.status == "ok" and ok.total_kernels == 2 and [k.name for k in ok.kernels] == ["_relu_kernel"]
 
 
+def test_ncu_job_starts_early_but_profiles_only_after_go(tmp_path: Path) -> None:
+    """ncu's driver starts with the timing worker; nothing runs under ncu before the parent says go."""
+    import sys
+    import time
+
+    from tritonsmith.tools._ncu import NcuJob
+
+    csv_file = tmp_path / "out.csv"
+    csv_file.write_text(NCU_CSV)
+    fake = tmp_path / "ncu"  # waits like the driver, records the word it got, then "profiles"
+    fake.write_text(f"#!{sys.executable}\n"
+                    "import json, sys, pathlib\n"
+                    "from tritonsmith.tools._ncu import wait_for_go\n"
+                    "spec = json.loads(pathlib.Path(sys.argv[-1]).read_text())\n"
+                    "pathlib.Path(spec['go_path']).with_name('started').write_text('yes')\n"
+                    "word = wait_for_go(pathlib.Path(spec['go_path']), spec['go_timeout_s'])\n"
+                    "pathlib.Path(spec['go_path']).with_name('seen').write_text(word)\n"
+                    f"print(open({str(csv_file)!r}).read() if word != 'cancel' else '')\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    runs = []
+    for word in ("reference", "cancel"):
+        work = tmp_path / word
+        work.mkdir()
+        job = NcuJob({"problem_path": "p.py"}, work, timeout_s=60.0, ncu=str(fake))
+        deadline = time.monotonic() + 30
+        while not (work / "started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        assert (work / "started").exists() and not (work / "seen").exists()  # started, held at the go file
+        runs.append(job.go(word) if word != "cancel" else job.cancel())
+        assert (work / "seen").read_text() == word
+    report = runs[0]
+    assert report is not None and report.status == "ok" and report.target == "reference" and report.total_kernels == 2
+    assert report.wall_s < 30
+
+
+def test_ncu_driver_exits_unprofiled_on_cancel_or_no_word(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    for word, timeout in (("cancel", 60.0), (None, 0.5)):
+        spec = tmp_path / f"spec_{word}.json"
+        go = tmp_path / f"go_{word}"
+        spec.write_text(json.dumps({"problem_path": "/nonexistent.py", "go_path": str(go), "go_timeout_s": timeout}))
+        if word:
+            go.write_text(word)
+        start = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "tritonsmith.tools._ncu", str(spec)], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr  # returned before touching the (missing) problem or a GPU
+        assert time.monotonic() - start < 60
+
+
 def test_cli_profile_json(tmp_path: Path) -> None:
     typer = pytest.importorskip("typer")
     from typer.testing import CliRunner

@@ -68,6 +68,13 @@ def _notes(report: SuiteReport, timed: bool) -> list[str]:
     scaled = sum(1 for r in report.records if r.scaling_note or (r.result and r.result.scaling_note))
     if scaled:
         notes.append(f"{scaled} problems ran with shapes scaled down (see report.json).")
+    versions: dict[str, int] = {}
+    for r in report.records:
+        versions[r.version] = versions.get(r.version, 0) + 1
+    if len(versions) > 1:
+        notes.append("the problems were run by different tritonsmith versions (the run was resumed after the code "
+                     "changed): " + ", ".join(f"`{v}` ({n})" for v, n in versions.items())
+                     + "; compare like with like, or rerun into a new directory.")
     d = report.to_dict()["totals"]
     if d["input_tokens"] or d["output_tokens"]:
         cost = f", ${d['cost_usd']:.4f}" if d["cost_usd"] is not None else ""

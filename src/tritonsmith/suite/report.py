@@ -175,7 +175,7 @@ def problem_row(r: ProblemRecord) -> dict[str, Any]:
         "spread": b.candidate.spread if b else None, "iterations": r.iterations, "generator": r.generator,
         "input_tokens": r.input_tokens, "output_tokens": r.output_tokens, "cost_usd": r.cost_usd,
         "scaled": r.scaling_note or (r.result.scaling_note if r.result else None), "wall_s": r.wall_s, "overhead_s": r.overhead_s,
-        "worker": r.worker, "device": r.device, "candidate_file": r.candidate_file,
+        "worker": r.worker, "device": r.device, "candidate_file": r.candidate_file, "version": r.version,
     }
 
 

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tritonsmith._version import code_version
 from tritonsmith.tools._results import EvalResult, EvalStatus
 
 __all__ = [
@@ -70,6 +71,7 @@ class ProblemRecord:
     work_s: float = 0.0
     worker: str = ""
     attempts: tuple[dict[str, Any], ...] = ()
+    version: str = field(default_factory=code_version)
     finished_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
     @property
@@ -109,6 +111,7 @@ class ProblemRecord:
         d = dict(data)
         d["result"] = EvalResult.from_dict(d["result"]) if d.get("result") else None
         d["attempts"] = tuple(d.get("attempts") or ())
+        d.setdefault("version", "unknown")  # rows written before records carried the code version
         return cls(**d)
 
     def with_timing(self, *, wall_s: float, worker: str) -> ProblemRecord:

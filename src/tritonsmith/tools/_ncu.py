@@ -5,6 +5,10 @@ model and inputs, warms up outside the profiled range (JIT compiles, autotuning)
 forward between ``cudaProfilerStart``/``Stop``. ncu runs with ``--clock-control none`` (the clocks the
 timings saw) and a short metric list, so each kernel needs few replay passes.
 
+``NcuJob`` starts ncu before the profiler's timing worker: the driver imports torch and triton meanwhile
+(CPU only) and waits for the parent's go file before its first CUDA call, so its start-up overlaps the
+timings while its kernels never do.
+
 A missing ``ncu``, missing permissions (``ERR_NVGPUCTRPERM``), a timeout or output we cannot parse all
 give an :class:`NcuReport` whose ``status`` is not ``ok`` and whose ``note`` says why; never an error.
 """
@@ -12,6 +16,7 @@ give an :class:`NcuReport` whose ``status`` is not ``ok`` and whose ``note`` say
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import logging
@@ -148,6 +153,56 @@ def run_ncu(spec_path: Path, *, target: str, timeout_s: float = 90.0, launch_cou
                      note="" if code == 0 else f"ncu exited {code} after profiling")
 
 
+GO_CANDIDATE, GO_REFERENCE, GO_CANCEL = "candidate", "reference", "cancel"
+
+
+class NcuJob:
+    """ncu running in a background thread, its driver held at the go file until :meth:`go` or :meth:`cancel`."""
+
+    def __init__(self, spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: dict[str, str] | None = None,
+                 ncu: str | None = None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.go_path = workdir / "ncu.go"
+        spec_path = workdir / "ncu_spec.json"
+        spec_path.write_text(json.dumps({**spec, "go_path": str(self.go_path), "go_timeout_s": timeout_s}))
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tritonsmith-ncu")
+        self._future = self._pool.submit(run_ncu, spec_path, target=GO_CANDIDATE, timeout_s=timeout_s, env=env, ncu=ncu)
+
+    def go(self, target: str) -> NcuReport:
+        """Let the driver profile ``target`` (``candidate`` or ``reference``) now; wait for the report."""
+        started = time.perf_counter()
+        self._signal(target)
+        report = self._finish()
+        return dataclasses.replace(report, target=target, wall_s=round(time.perf_counter() - started, 2))
+
+    def cancel(self) -> None:
+        """The profile needs no counters after all (its worker failed): let the driver exit unprofiled."""
+        self._signal(GO_CANCEL)
+        self._finish()
+
+    def _signal(self, word: str) -> None:
+        tmp = self.go_path.with_suffix(".tmp")
+        tmp.write_text(word)
+        tmp.replace(self.go_path)  # atomic: the driver never reads half a word
+
+    def _finish(self) -> NcuReport:
+        try:
+            return self._future.result()
+        finally:
+            self._pool.shutdown(wait=True)
+
+
+def wait_for_go(path: Path, timeout_s: float) -> str:
+    """The word the parent wrote into ``path`` (``cancel`` when nothing came within ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and (word := path.read_text().strip()):
+            return word
+        time.sleep(0.02)
+    return GO_CANCEL
+
+
 def parse_ncu_csv(text: str) -> list[NcuKernel]:
     """Kernels from ``ncu --csv --page details`` output (one row per kernel and metric; other lines ignored)."""
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]
@@ -217,11 +272,18 @@ def run_process(cmd: list[str], *, timeout_s: float, env: dict[str, str] | None,
 def main(argv: list[str]) -> int:
     """Build the model named by the spec, warm up, and run one forward inside the profiled range."""
     import torch
+    import triton  # noqa: F401  (imported before the go signal: start-up that needs no GPU)
 
     from tritonsmith._problem_meta import exec_reference
     from tritonsmith.tools._worker import Job, build_models, input_factory, load_candidate
 
     spec = json.loads(Path(argv[1]).read_text())
+    if spec.get("go_path"):
+        word = wait_for_go(Path(spec["go_path"]), float(spec.get("go_timeout_s", 600.0)))
+        if word not in (GO_CANDIDATE, GO_REFERENCE):
+            return 0
+        if word == GO_REFERENCE:
+            spec["candidate_path"] = None
     job = Job({**spec, "candidate_path": spec.get("candidate_path") or spec["problem_path"], "device": "cuda",
                "stage_path": str(Path(argv[1]).with_suffix(".ncu.stage"))})
     ref_module = exec_reference(Path(spec["problem_path"]).read_text(), spec["problem_name"])

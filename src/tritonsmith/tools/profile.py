@@ -26,7 +26,7 @@ from typing import Any
 from tritonsmith._modload import write_source
 from tritonsmith.problem import Problem, ProblemError, load_problem
 from tritonsmith.tools._aot import KernelFacts
-from tritonsmith.tools._ncu import NcuKernel, NcuReport, run_ncu, run_process
+from tritonsmith.tools._ncu import GO_CANDIDATE, GO_REFERENCE, NcuJob, NcuKernel, NcuReport, run_process
 from tritonsmith.tools._results import Timing, _to_jsonable
 from tritonsmith.tools._sol import DeviceCeilings, SpeedOfLight, WorkCount, ceilings_for, speed_of_light, work_count
 from tritonsmith.tools._torch_profile import ForwardBreakdown, breakdown_from_dict
@@ -198,9 +198,19 @@ def _profile_gpu(prob: Problem, work: WorkCount, source: str | None, workdir: Pa
         "candidate_path": str(write_source(workdir, "candidate", source)) if source else None,
         "weights_path": str(prob.weights_path) if prob.weights_path else None, "dtype": None, "seed": seed,
         "compiled": compiled, "result_path": str(workdir / "gpu.json"), "stage_path": str(workdir / "stage.txt")}
+    worker_timeout = timeout_s or _TIMEOUT_S["gpu"]
+    job = NcuJob(spec, workdir, timeout_s=worker_timeout + _TIMEOUT_S["ncu"], env=_worker_env(cpu=False)) if ncu else None
     t0 = time.perf_counter()
-    data, error = _run_worker("tritonsmith.tools._torch_profile", spec, workdir, timeout_s or _TIMEOUT_S["gpu"])
+    try:
+        data, error = _run_worker("tritonsmith.tools._torch_profile", spec, workdir, worker_timeout)
+    except BaseException:
+        if job is not None:
+            job.cancel()
+        raise
     worker_s = time.perf_counter() - t0
+    if data is None or "problem_error" in data:
+        if job is not None:
+            job.cancel()
     if data is None:
         status = ProfileStatus.CANDIDATE_ERROR if source else ProfileStatus.WORKER_ERROR
         return ProfileReport(status=status, message=error or "worker failed", problem=prob.name, device="cuda",
@@ -212,23 +222,17 @@ def _profile_gpu(prob: Problem, work: WorkCount, source: str | None, workdir: Pa
     impls = tuple(_impl(label, d, work, sol) for label, d in data["impls"].items())
     cand_error = data.get("candidate_error")
     status = ProfileStatus.CANDIDATE_ERROR if cand_error else ProfileStatus.OK
-    ncu_report, ncu_s = None, 0.0
-    if ncu:
-        t1 = time.perf_counter()
-        ncu_spec = {**spec, "candidate_path": None if cand_error else spec["candidate_path"]}
-        ncu_path = workdir / "ncu_spec.json"
-        ncu_path.write_text(json.dumps(ncu_spec))
-        target = "candidate" if ncu_spec["candidate_path"] else "reference"
-        ncu_report = run_ncu(ncu_path, target=target, timeout_s=min(_TIMEOUT_S["ncu"], timeout_s or _TIMEOUT_S["ncu"]),
-                             env=_worker_env(cpu=False))
-        ncu_s = time.perf_counter() - t1
+    ncu_report = None
+    if job is not None:
+        ncu_report = job.go(GO_CANDIDATE if spec["candidate_path"] and not cand_error else GO_REFERENCE)
     error_text = f"{cand_error['message']}: {cand_error.get('error') or ''}".strip(": ") if cand_error else None
     return ProfileReport(
         status=status, message=error_text or "profiled", problem=prob.name, device="cuda",
         device_name=data["device_name"], target=data["device_name"], work=work, ceilings=ceilings, sol=sol, impls=impls,
         compile_facts=tuple(_facts(f) for f in data.get("facts", [])), launches_per_forward=data.get("launches"),
         ncu=ncu_report, candidate_check=data.get("check"), candidate_error=error_text, notes=tuple(data.get("notes", [])),
-        stages_s={**data.get("stages_s", {}), "worker": round(worker_s, 2), "ncu": round(ncu_s, 2)})
+        stages_s={**data.get("stages_s", {}), "worker": round(worker_s, 2),
+                  "ncu": ncu_report.wall_s if ncu_report is not None else 0.0})
 
 
 def _impl(label: str, data: dict[str, Any], work: WorkCount, sol: SpeedOfLight | None) -> ImplProfile:

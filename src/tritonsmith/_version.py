@@ -1,0 +1,33 @@
+"""Which tritonsmith wrote a result: the package version, plus the git commit when run from a checkout.
+
+Suite runs can be resumed after the code changed; each record carries this so a report can say when its
+problems came from different versions instead of silently mixing them.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import subprocess
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+@functools.cache
+def code_version() -> str:
+    """``"0.1.0"``, or ``"0.1.0+g1a2b3c4"`` (``".dirty"`` appended with uncommitted changes) in a git checkout."""
+    from tritonsmith import __version__
+
+    root = Path(__file__).resolve().parent
+    project = root.parent.parent / "pyproject.toml"  # src/tritonsmith in tritonsmith's own checkout
+    if not (project.is_file() and 'name = "tritonsmith"' in project.read_text(encoding="utf-8")):
+        return __version__  # installed from a wheel: a git repository around it would be someone else's
+    try:
+        out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty=.dirty", "--abbrev=7",
+                              "--match", "NO-TAGS-WANTED"], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:  # no git, or a hung one: the version alone still says a lot
+        log.debug("git describe failed: %s", exc)
+        return __version__
+    commit = out.stdout.strip()
+    return f"{__version__}+g{commit}" if out.returncode == 0 and commit else __version__
