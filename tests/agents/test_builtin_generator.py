@@ -228,6 +228,13 @@ FORCED: dict[str, tuple[Problem, dict[str, Any], dict[str, dict[str, Any]]]] = {
         "groupnorm_paired_multipass", "        self.gn = nn.GroupNorm(2, 6)",
         "x):\n        return torch.relu(self.gn(x * 2.0)) + torch.var(x, dim=(2, 3), keepdim=True)",
         "[torch.randn(2, 6, 9, 5) + 1.0]"), {}, {"row": {"one_pass": False, "BLOCK_R": 32}}),
+    # rows across memory (the kept index is the contiguous one): the column variants of the menu
+    "channel_softmax_cols_256": (_problem(
+        "channel_softmax_cols_256", "        pass", "x):\n        return torch.softmax(x, dim=1) * 2.0 - x.mean(dim=1, keepdim=True)",
+        "[torch.randn(2, 37, 5, 61)]"), {}, {"row": {"BLOCK_K": 256, "num_warps": 8}}),
+    "leading_dim_sum_cols_32": (_problem(
+        "leading_dim_sum_cols_32", "        pass", "x):\n        return torch.sum(x, dim=1) + torch.amax(x, dim=1)",
+        "[torch.randn(3, 301, 45)]"), {}, {"row": {"BLOCK_K": 32, "BLOCK_R": 128, "num_warps": 4}}),
     "matmul_3xtf32_linear": (CASES["linear_epilogue"][0], {},
                              {"matmul": {"precision": "3xtf32", "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}}),
     "matmul_3xtf32_transposed_split_k": (_problem(
@@ -313,6 +320,19 @@ def test_split_decision_follows_sizes() -> None:
     _, plan = _plan(many_short, {}, None)
     g = next(g for g in plan.groups if g.kind == "row")
     assert split_plan(g, group_config(g, {}))[0] == 1
+
+
+def test_rows_across_memory_vary_columns_not_row_chunks() -> None:
+    """Wide row chunks times BLOCK_K columns made huge tiles on the H200 (0.23-0.51x, a timeout)."""
+    from tritonsmith.agents.builtin import _plan
+    from tritonsmith.agents.builtin._variants import variant_menu
+
+    _, plan = _plan(FORCED["leading_dim_sum_cols_32"][0], {}, None)
+    keys = [v.key for v in variant_menu(plan)]
+    assert "row-cols-256" in keys and "row-cols-32" in keys and "row-wide" not in keys
+    _, plan = _plan(CASES["softmax_logsoftmax"][0], {}, None)  # contiguous rows keep the row-chunk variants
+    keys = [v.key for v in variant_menu(plan)]
+    assert "row-wide" in keys and "row-cols-256" not in keys
 
 
 def test_matmul_precision_choice_and_variants() -> None:

@@ -23,9 +23,9 @@ NEAR_PEAK_NOTE = "the profiler puts the last verified kernel within reach of the
 
 # advice code -> words of variant keys that address it, best first
 _PREFER: dict[str, tuple[str, ...]] = {
-    "few_programs": ("split", "64x128", "64x64", "window-256", "scan-1k"),
-    "low_occupancy": ("64x128", "64x64", "split", "multipass", "window-256", "scan-1k"),
-    "spills": ("64x128", "64x64", "multipass", "unpaired"),
+    "few_programs": ("split", "64x128", "64x64", "cols-32", "window-256", "scan-1k"),
+    "low_occupancy": ("64x128", "64x64", "split", "multipass", "cols-32", "window-256", "scan-1k"),
+    "spills": ("64x128", "64x64", "multipass", "cols-32", "unpaired"),
     "shared_memory": ("64x128", "64x64"),
     "extra_dram_traffic": ("nosplit", "wide"),
     "launch_bound": ("nosplit", "no-split-k", "4096"),

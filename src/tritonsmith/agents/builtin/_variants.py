@@ -132,6 +132,13 @@ def _row_config(g: Group) -> dict[str, Any]:
     return {"BLOCK_K": block_k, "BLOCK_R": 32, "one_pass": False, "num_warps": 4}
 
 
+def _across_memory(g: Group) -> bool:
+    """Rows whose kept index is the contiguous one (a reduction over a leading dim): see ``_row_config``."""
+    dom = g.domain
+    assert dom is not None
+    return not (dom.reduce_contiguous or not dom.kept_runs or dom.kept_runs[-1][1] != 1)
+
+
 def _split_k(plan: Plan) -> int:
     """Split the K loop of a lone small matmul with a long K over more programs (partials, then a sum)."""
     for g in plan.groups:
@@ -217,10 +224,19 @@ def _row_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
                             "target_programs": 4 * TARGET_PROGRAMS})[0] > 1 for g in rows):
         out.append(Variant("row-split", "rows split into chunks over more programs", base_opts,
                            {ROW: {"split_min_r": 8192, "target_programs": 4 * TARGET_PROGRAMS}}))
-    out.append(Variant("row-wide", "wider row chunks, 8 warps", base_opts,
-                       {ROW: {"BLOCK_R": 4096, "num_warps": 8, "one_pass": False}}))
-    out.append(Variant("row-multipass", "multi-pass rows with 1024-wide chunks", base_opts,
-                       {ROW: {"one_pass": False, "BLOCK_R": 1024, "num_warps": 4}}))
+    if rows and all(_across_memory(g) for g in rows):
+        # Rows that run across memory are tiled BLOCK_K columns wide: wider row chunks would multiply the tile
+        # (on the H200, 2026-12-03, "row-wide" made 128x4096 tiles: 0.51x and 0.23x where the default ran at
+        # 1.0x on 47_Sum and 49_Max reduction, and a timeout on 51_Argmax); vary the columns instead.
+        out.append(Variant("row-cols-256", "256 columns of rows per program, 8 warps", base_opts,
+                           {ROW: {"BLOCK_K": 256, "num_warps": 8}}))
+        out.append(Variant("row-cols-32", "32 columns per program, 128-wide row tiles", base_opts,
+                           {ROW: {"BLOCK_K": 32, "BLOCK_R": 128, "num_warps": 4}}))
+    else:
+        out.append(Variant("row-wide", "wider row chunks, 8 warps", base_opts,
+                           {ROW: {"BLOCK_R": 4096, "num_warps": 8, "one_pass": False}}))
+        out.append(Variant("row-multipass", "multi-pass rows with 1024-wide chunks", base_opts,
+                           {ROW: {"one_pass": False, "BLOCK_R": 1024, "num_warps": 4}}))
     out.append(Variant("row-unpaired", "statistics without the Welford / online-softmax pairing", base_opts,
                        {ROW: {"fuse_stats": False}}))
     return out
