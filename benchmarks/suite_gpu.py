@@ -65,8 +65,12 @@ class CopyingProgress(LogProgress):
     def finished(self, record: ProblemRecord) -> None:
         super().finished(record)
         speed = f" {record.speedup_vs_eager:.2f}x eager" if record.speedup_vs_eager is not None else ""
-        print(f"[{time.strftime('%H:%M:%S')}] {record.status:>14} {record.key}{speed} ({record.wall_s:.1f} s, "
-              f"{record.worker})", flush=True)
+        comp = f" {record.speedup_vs_compile:.2f}x compile" if record.speedup_vs_compile is not None else ""
+        # each attempt as variant:speedup vs compile (or its verdict), so a visit's output tail alone tells
+        trail = " ".join(f"{a.get('variant') or '?'}:{a['speedup_vs_compile']:.2f}" if a.get("speedup_vs_compile")
+                         else f"{a.get('variant') or '?'}:{a.get('status')}" for a in record.attempts)
+        print(f"[{time.strftime('%H:%M:%S')}] {record.status:>14} {record.key}{speed}{comp} ({record.wall_s:.1f} s, "
+              f"{record.worker}) [{trail}]", flush=True)
         shutil.copyfile(self.run_dir / "results.jsonl", OUT / self.name)
 
 
