@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tritonsmith.suite.results import ProblemRecord
 
@@ -39,14 +40,9 @@ def plot_speedups(records: Sequence[ProblemRecord], path: Path) -> Path:
         if vs:
             ax.hist(vs, bins=bins, alpha=0.55, color=_COLOURS[base], label=f"{_LABELS[base]} (n={len(vs)})")
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
-    ax.set_xscale("log")
-    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
+    _times_axis(ax, bins[0], bins[-1])
+    from matplotlib.ticker import MaxNLocator
 
-    # powers of two (and 1.5x) labelled; minor ticks unlabelled so the labels never overlap
-    ticks = [t for t in (1 / 8, 1 / 4, 1 / 2, 1, 1.5, 2, 4, 8, 16, 32, 64) if bins[0] <= t <= bins[-1]]
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("speedup (reference time / kernel time)")
     ax.set_ylabel("problems")
@@ -58,21 +54,36 @@ def plot_speedups(records: Sequence[ProblemRecord], path: Path) -> Path:
     return path
 
 
+def _times_axis(ax: Any, lo: float, hi: float) -> None:
+    """Log-scale speedup axis: powers of two (and 1.5x) labelled, minor ticks unlabelled (no overlaps)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ticks = [t for t in (1 / 8, 1 / 4, 1 / 2, 1, 1.5, 2, 4, 8, 16, 32, 64, 128) if lo <= t <= hi]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}x"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def plot_fast_p(records: Sequence[ProblemRecord], problems: int, path: Path) -> Path:
-    """fast_p (share of all problems correct and faster than p x) as p sweeps 0..max speedup."""
+    """fast_p (share of all problems correct and faster than p x) as p sweeps a log axis up to the largest
+    speedup; left of the slowest correct kernel the curve is fast_0, the share correct."""
     import numpy as np
 
     plt = _pyplot()
     data = _speedups(records)
-    top = max([v for vs in data.values() for v in vs] + [2.5])
-    ps = np.linspace(0.0, top * 1.05, 400)
+    values = [v for vs in data.values() for v in vs]
+    lo, hi = min(values + [0.5]) / 1.1, max(values + [2.5]) * 1.1
+    ps = np.geomspace(lo, hi, 400)
     fig, ax = plt.subplots(figsize=(7, 4))
     for base, vs in data.items():
         arr = np.asarray(vs)
         ax.plot(ps, [(arr > p).sum() / problems for p in ps], color=_COLOURS[base], label=_LABELS[base])
     for p in (1.0, 1.5, 2.0):
         ax.axvline(p, color="grey", linestyle=":", linewidth=1)
-    ax.set_xlabel("speedup threshold p")
+    _times_axis(ax, lo, hi)
+    ax.set_xlabel("speedup threshold p (log scale)")
     ax.set_ylabel("fast_p (share of all problems)")
     ax.set_ylim(0, 1)
     ax.set_title(f"fast_p over {problems} problems")
