@@ -260,9 +260,51 @@ def test_ncu_job_starts_early_but_profiles_only_after_go(tmp_path: Path) -> None
         assert (work / "started").exists() and not (work / "seen").exists()  # started, held at the go file
         runs.append(job.go(word) if word != "cancel" else job.cancel())
         assert (work / "seen").read_text() == word
+        job.cancel()  # after go() or cancel(): nothing more to do (profile_kernel always calls it last)
+        assert (work / "ncu.go").read_text() == word
     report = runs[0]
     assert report is not None and report.status == "ok" and report.target == "reference" and report.total_kernels == 2
     assert report.wall_s < 30
+
+
+def test_gpu_profile_orchestration_overlaps_ncu_start_and_cancels_on_failure(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timing worker is faked: ncu (faked too) starts with it, profiles only after it, or is cancelled."""
+    import sys
+
+    from tritonsmith.problem import Problem
+    from tritonsmith.tools import profile as prof
+
+    csv_file = tmp_path / "out.csv"
+    csv_file.write_text(NCU_CSV)
+    fake = tmp_path / "ncu"
+    fake.write_text(f"#!{sys.executable}\n"
+                    "import json, sys, pathlib\n"
+                    "from tritonsmith.tools._ncu import wait_for_go\n"
+                    "spec = json.loads(pathlib.Path(sys.argv[-1]).read_text())\n"
+                    "word = wait_for_go(pathlib.Path(spec['go_path']), spec['go_timeout_s'])\n"
+                    f"pathlib.Path({str(tmp_path)!r}, 'words').open('a').write(word + '\\n')\n"
+                    f"print(open({str(csv_file)!r}).read() if word != 'cancel' else '')\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("TRITONSMITH_NCU", str(fake))
+    timing = {"median_ms": 1.0, "p20_ms": 0.9, "p80_ms": 1.1, "reps": 10}
+    outcomes = iter([({"device_name": "fake GPU", "ceilings": None, "impls": {"eager": {"timing": timing}},
+                       "candidate_error": {"message": "runtime_error", "error": "boom"}}, None),
+                     (None, "the profiling worker died")])
+    monkeypatch.setattr(prof, "_run_worker", lambda *a, **k: next(outcomes))
+    prob = Problem.from_source(PROBLEM, name="relu_div")
+    work = prof.work_count(prob.inspect())
+    for _ in range(2):
+        workdir = tmp_path / f"w{_}"
+        workdir.mkdir()
+        report = prof._profile_gpu(prob, work, TWO_KERNELS, workdir, ncu=True, compiled=False, timeout_s=30.0,
+                                   seed=0)
+        if _ == 0:  # the candidate failed in the worker: ncu profiles the reference instead
+            assert report.status is prof.ProfileStatus.CANDIDATE_ERROR and "boom" in (report.candidate_error or "")
+            assert report.ncu is not None and report.ncu.status == "ok" and report.ncu.target == "reference"
+        else:
+            assert report.status is prof.ProfileStatus.CANDIDATE_ERROR and report.ncu is None
+    assert (tmp_path / "words").read_text().split() == ["reference", "cancel"]
 
 
 def test_ncu_driver_exits_unprofiled_on_cancel_or_no_word(tmp_path: Path) -> None:

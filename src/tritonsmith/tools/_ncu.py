@@ -168,6 +168,7 @@ class NcuJob:
         spec_path.write_text(json.dumps({**spec, "go_path": str(self.go_path), "go_timeout_s": timeout_s}))
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tritonsmith-ncu")
         self._future = self._pool.submit(run_ncu, spec_path, target=GO_CANDIDATE, timeout_s=timeout_s, env=env, ncu=ncu)
+        self._signalled = False
 
     def go(self, target: str) -> NcuReport:
         """Let the driver profile ``target`` (``candidate`` or ``reference``) now; wait for the report."""
@@ -177,11 +178,13 @@ class NcuJob:
         return dataclasses.replace(report, target=target, wall_s=round(time.perf_counter() - started, 2))
 
     def cancel(self) -> None:
-        """The profile needs no counters after all (its worker failed): let the driver exit unprofiled."""
-        self._signal(GO_CANCEL)
-        self._finish()
+        """No counters wanted after all (the worker failed): the driver exits unprofiled. No-op after go()."""
+        if not self._signalled:
+            self._signal(GO_CANCEL)
+            self._finish()
 
     def _signal(self, word: str) -> None:
+        self._signalled = True
         tmp = self.go_path.with_suffix(".tmp")
         tmp.write_text(word)
         tmp.replace(self.go_path)  # atomic: the driver never reads half a word

@@ -200,17 +200,18 @@ def _profile_gpu(prob: Problem, work: WorkCount, source: str | None, workdir: Pa
         "compiled": compiled, "result_path": str(workdir / "gpu.json"), "stage_path": str(workdir / "stage.txt")}
     worker_timeout = timeout_s or _TIMEOUT_S["gpu"]
     job = NcuJob(spec, workdir, timeout_s=worker_timeout + _TIMEOUT_S["ncu"], env=_worker_env(cpu=False)) if ncu else None
-    t0 = time.perf_counter()
     try:
-        data, error = _run_worker("tritonsmith.tools._torch_profile", spec, workdir, worker_timeout)
-    except BaseException:
+        return _profile_gpu_run(prob, work, source, workdir, spec, worker_timeout, job)
+    finally:
         if job is not None:
-            job.cancel()
-        raise
+            job.cancel()  # a no-op after go(); otherwise (a failed worker, or our own bug) ncu's driver exits
+
+
+def _profile_gpu_run(prob: Problem, work: WorkCount, source: str | None, workdir: Path, spec: dict[str, Any],
+                     worker_timeout: float, job: NcuJob | None) -> ProfileReport:
+    t0 = time.perf_counter()
+    data, error = _run_worker("tritonsmith.tools._torch_profile", spec, workdir, worker_timeout)
     worker_s = time.perf_counter() - t0
-    if data is None or "problem_error" in data:
-        if job is not None:
-            job.cancel()
     if data is None:
         status = ProfileStatus.CANDIDATE_ERROR if source else ProfileStatus.WORKER_ERROR
         return ProfileReport(status=status, message=error or "worker failed", problem=prob.name, device="cuda",
