@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,9 +69,7 @@ def _notes(report: SuiteReport, timed: bool) -> list[str]:
     scaled = sum(1 for r in report.records if r.scaling_note or (r.result and r.result.scaling_note))
     if scaled:
         notes.append(f"{scaled} problems ran with shapes scaled down (see report.json).")
-    versions: dict[str, int] = {}
-    for r in report.records:
-        versions[r.version] = versions.get(r.version, 0) + 1
+    versions = Counter(r.version for r in report.records)
     if len(versions) > 1:
         notes.append("the problems were run by different tritonsmith versions (the run was resumed after the code "
                      "changed): " + ", ".join(f"`{v}` ({n})" for v, n in versions.items())

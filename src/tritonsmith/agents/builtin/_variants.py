@@ -76,9 +76,13 @@ def mm_intensity(g: Group) -> float:
 _WIDE_EPILOGUE_OPS = 2
 
 
+def _fp32_operands(g: Group) -> bool:
+    return all(a.dtype == torch.float32 for a in g.nodes[0].args)
+
+
 def _presplit_pays(g: Group) -> bool:
     """fp32 operands whose intensity repays the hi/lo split pass (about 3x the operand bytes)."""
-    return all(a.dtype == torch.float32 for a in g.nodes[0].args) and mm_intensity(g) >= 128
+    return _fp32_operands(g) and mm_intensity(g) >= 128
 
 
 def _matmul_config(g: Group, presplit: bool = False) -> dict[str, Any]:
@@ -86,8 +90,8 @@ def _matmul_config(g: Group, presplit: bool = False) -> dict[str, Any]:
 
     Precision for fp32 operands: Triton's in-loop ``tf32x3`` on 128x64x32 tiles, 8 warps, 3 stages (compiled
     for sm_90 with Triton 3.9: 0 spills under a bias, GELU or transposed-B epilogue, where 128x128 tiles
-    spilled 70-72 registers with a linear layer's K-major weight) unless ``presplit`` asks for operands pre-split into tf32 hi/lo parts (3xTF32: one
-    pipelined tf32 dot over 3K, 4 stages). Measured on the H200 (2026-12-03 suite run, same problems, same
+    spilled 70-72 registers with a linear layer's K-major weight) unless ``presplit`` asks for operands
+    pre-split into tf32 hi/lo parts (3xTF32: one pipelined tf32 dot over 3K, 4 stages). Measured on the H200 (2026-12-03 suite run, same problems, same
     run): in-loop tf32x3 1.06-1.31x of torch.compile on 13 level-2 GEMMs, the pre-split 0.47-0.49x.
     128x256 tiles (3 stages, 144 KB) only without the in-loop split, for a long K loop and a light epilogue,
     when M and N give at least two waves of them.
@@ -95,7 +99,7 @@ def _matmul_config(g: Group, presplit: bool = False) -> dict[str, Any]:
     mm = g.nodes[0]
     m, n = mm.shape[-2], mm.shape[-1]
     bsz = mm.shape[0] if len(mm.shape) == 3 else 1
-    fp32 = all(a.dtype == torch.float32 for a in mm.args)
+    fp32 = _fp32_operands(g)
     presplit = presplit and _presplit_pays(g)
     cfg: dict[str, Any] = {"BLOCK_M": 128 if m > 64 else 64, "BLOCK_N": 128 if n > 64 else 64, "BLOCK_K": 32,
                            "GROUP_M": 8, "num_warps": 8, "num_stages": 4,
@@ -186,8 +190,7 @@ def _matmul_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
     tf32x3 default ran at 1.06-1.27x, and gave a wrong or rejected answer on 2 more."""
     groups = [g for g in plan.groups if g.kind == MATMUL]
     cfgs = [group_config(g, {}) for g in groups]
-    in_loop = all(c["precision"] == "tf32x3" and all(a.dtype == torch.float32 for a in g.nodes[0].args)
-                  for g, c in zip(groups, cfgs, strict=True))
+    in_loop = all(_fp32_operands(g) for g in groups)  # fp32 defaults are always the in-loop tf32x3
     out = [Variant("ieee", "fp32 dot with input_precision='ieee' (the tf32 split missed the tolerance?)",
                    base_opts, {MATMUL: {"precision": "ieee", "num_stages": 3}})]
     if in_loop:
