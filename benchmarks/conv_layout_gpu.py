@@ -4,8 +4,9 @@ TorchInductor converts convolutions to channels-last (its layout optimization) b
 built-in generator's hybrid candidates call the convolution as the reference does (NCHW). For the first
 convolution of each given KernelBench problem this times, on the GPU (CUDA events, median of 50 calls):
 the convolution in NCHW, in channels-last (weights converted once, the input converted per call, and
-without that conversion), the whole reference eager and under torch.compile; and the normwise error of
-each layout against float64.
+without that conversion; channels-last weights with the NCHW input as given, which lets PyTorch pick the
+layout; and NCHW with `cudnn.benchmark` on), the whole reference eager and under torch.compile; and the
+normwise error of each layout against float64.
 
     python3 benchmarks/conv_layout_gpu.py PROBLEM.py [PROBLEM.py ...]
 """
@@ -54,7 +55,7 @@ def rel(x: torch.Tensor, exact: torch.Tensor) -> float:
 
 def main() -> None:
     print(f"{'problem':<48} {'nchw ms':>8} {'cl ms':>7} {'cl+cvt':>7} {'eager':>7} {'compile':>8} "
-          f"{'err nchw':>9} {'err cl':>9}")
+          f"{'err nchw':>9} {'err cl':>9} {'w-cl':>7} {'bench':>7}  w-cl output")
     for name in sys.argv[1:]:
         mod = load(Path(name))
         torch.manual_seed(0)
@@ -78,10 +79,15 @@ def main() -> None:
             t_eager = bench(lambda: model(*inputs))
             compiled = torch.compile(model)
             t_comp = bench(lambda: compiled(*inputs))
+            t_wcl = bench(lambda: conv_cl(x))
+            wcl_out = "channels-last" if conv_cl(x).is_contiguous(memory_format=fmt) else "nchw"
+            torch.backends.cudnn.benchmark = True
+            t_bench = bench(lambda: conv(x))
+            torch.backends.cudnn.benchmark = False
             exact = copy.deepcopy(conv).double()(x.double())
             e_nchw, e_cl = rel(conv(x), exact), rel(conv_cl(x_cl), exact)
         print(f"{Path(name).stem[:48]:<48} {t_nchw:>8.3f} {t_cl:>7.3f} {t_cvt:>7.3f} {t_eager:>7.3f} {t_comp:>8.3f} "
-              f"{e_nchw:>9.2e} {e_cl:>9.2e}", flush=True)
+              f"{e_nchw:>9.2e} {e_cl:>9.2e} {t_wcl:>7.3f} {t_bench:>7.3f}  {wcl_out}", flush=True)
 
 
 if __name__ == "__main__":

@@ -307,6 +307,27 @@ def test_gpu_profile_orchestration_overlaps_ncu_start_and_cancels_on_failure(
     assert (tmp_path / "words").read_text().split() == ["reference", "cancel"]
 
 
+def test_gpu_profile_prestarts_the_worker_before_loading_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA the worker zygote's imports start first, overlapping the problem's loading and counting."""
+    from tritonsmith.tools import evaluate
+    from tritonsmith.tools import profile as prof
+
+    calls: list[str] = []
+    monkeypatch.setattr(evaluate, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(evaluate, "prestart_worker", lambda device: calls.append(f"prestart {device}"))
+    real_load = prof.load_problem
+    monkeypatch.setattr(prof, "load_problem", lambda p: (calls.append("load"), real_load(p))[1])
+
+    def fake_gpu(prob, work, source, workdir, **kwargs):  # noqa: ANN001, ANN202, ANN003
+        calls.append("profile")
+        return ProfileReport(status=ProfileStatus.OK, message="profiled", problem=prob.name, device="cuda",
+                             device_name="fake GPU", target="fake GPU", work=work, ceilings=None, sol=None)
+
+    monkeypatch.setattr(prof, "_profile_gpu", fake_gpu)
+    report = profile_kernel(PROBLEM, device="cuda", ncu=False)
+    assert report.status is ProfileStatus.OK and calls == ["prestart cuda", "load", "profile"]
+
+
 def test_ncu_driver_exits_unprofiled_on_cancel_or_no_word(tmp_path: Path) -> None:
     import subprocess
     import sys

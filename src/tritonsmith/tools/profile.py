@@ -123,12 +123,14 @@ def profile_kernel(
     ahead of time for ``target_gpu``/``arch``, default an H200 and sm_90). ``compiled`` adds
     torch.compile of the reference. Raises :class:`ProblemError` only when the reference is broken.
     """
-    from tritonsmith.tools.evaluate import resolve_device
+    from tritonsmith.tools.evaluate import prestart_worker, resolve_device
 
     started = time.perf_counter()
+    dev = resolve_device(device)
+    if dev == "cuda":  # the worker's imports (seconds, on a cold machine) overlap loading and counting here
+        prestart_worker(dev)
     prob = load_problem(problem)
     work = work_count(prob.inspect())
-    dev = resolve_device(device)
     source = _read_candidate(candidate_source)
     workdir = Path(tempfile.mkdtemp(prefix="tritonsmith-profile-"))
     try:
