@@ -6,6 +6,7 @@ import ast
 import re
 from typing import Any
 
+from tritonsmith.agents.builtin._convcl import TO_CHANNELS_LAST
 from tritonsmith.agents.builtin._exprs import HELPERS
 from tritonsmith.agents.builtin._ir import EXTERN, INPUT, PARAM, VIEW, Node, UnsupportedError
 from tritonsmith.agents.builtin._kernels import KernelSource, kernel_for
@@ -57,6 +58,8 @@ def emit_module(problem_name: str, source: str, traced: TracedProblem, plan: Pla
                   f"{', '.join(plan.torch_ops)}; the elementwise work after them is fused into Triton.\n")
     parts = [_HEADER.format(name=problem_name, variant=variant, hybrid=hybrid), _EXPECT]
     parts += ["\n\n" + HELPERS[h] for h in helpers]
+    if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):
+        parts.append(TO_CHANNELS_LAST)
     for k in kernels.values():
         parts += ["\n\n" + k.kernel, "\n\n" + k.launcher]
     parts.append("\n\n" + _model_class(source, traced, plan, kernels))

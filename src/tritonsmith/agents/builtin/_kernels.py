@@ -45,6 +45,9 @@ class _Writer:
         self.ptr: dict[int, str] = {}
         self.helpers: set[str] = set()
         self.idx64 = False
+        # walk order of a FULL-rank index, slowest dim first (conv-cl: channels-last memory order)
+        self.order: tuple[int, ...] | None = None
+        self.out_format = ""  # "" (contiguous) or a torch memory format the outputs are allocated in
 
     def base_ptr(self, base: Node) -> str:
         if base.id not in self.ptr:
@@ -72,7 +75,10 @@ class _Writer:
             base, strides, off = layout(a, self.plan.owner)
             ptr = self.base_ptr(base)
             idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
-            offs = offset_expr(idx, use, broadcast_strides(a.shape, strides, use), off)
+            bstrides = broadcast_strides(a.shape, strides, use)
+            if self.order is not None and rank == FULL:
+                use, bstrides = tuple(use[d] for d in self.order), tuple(bstrides[d] for d in self.order)
+            offs = offset_expr(idx, use, bstrides, off)
             var = f"x{len(cache)}_{rank[0]}"
             load = f"tl.load({ptr} + {offs})" if offs.isdigit() else f"tl.load({ptr} + {offs}, mask={mask}, other=0)"
             cast = ".to(tl.float32)" if a.dtype.is_floating_point else ""
@@ -175,7 +181,8 @@ class _Writer:
         outs = []
         for i, o in enumerate(self.g.outputs):
             outs.append(f"out{i}")
-            lines.append(f"    out{i} = torch.empty({tuple(o.shape)}, device={dev}.device, dtype={o.dtype})")
+            fmt = f", memory_format={self.out_format}" if self.out_format else ""
+            lines.append(f"    out{i} = torch.empty({tuple(o.shape)}, device={dev}.device, dtype={o.dtype}{fmt})")
         scratch = []
         for wname, (shape, dtype) in (workspace or {}).items():
             scratch.append(wname)
@@ -214,6 +221,8 @@ def describe_external(a: Node) -> str:
 # -- pointwise -----------------------------------------------------------------------------------
 def pointwise_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
     w = _Writer(plan, g, name)
+    if cfg.get("channels_last"):
+        _walk_channels_last(plan, g, w)
     body: list[str] = []
     cache: dict[Any, str] = {}
     for n in g.nodes:
@@ -222,14 +231,27 @@ def pointwise_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Ke
     w._check_size(g.numel)
     block = int(cfg.get("BLOCK", 1024))
     pid = "tl.program_id(0).to(tl.int64)" if w.idx64 else "tl.program_id(0)"
+    order = " (in channels-last memory order: outputs are channels-last)" if w.order else ""
     src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):",
-           w.docstring(f"Elementwise over {g.numel} elements: one program per BLOCK of them."),
+           w.docstring(f"Elementwise over {g.numel} elements{order}: one program per BLOCK of them."),
            f"    lin = {pid} * BLOCK + tl.arange(0, BLOCK)",
            f"    mask = lin < {g.numel}"] + [f"    {line}" for line in body]
     launcher = w.launcher(f"(triton.cdiv({g.numel}, {block}),)",
                           {"BLOCK": block, "num_warps": int(cfg.get("num_warps", 4))},
                           f"Launch {name}_kernel: {len(g.nodes)} fused elementwise ops.")
     return KernelSource(name, "\n".join(src) + "\n", launcher, w.bases, list(g.outputs), w.helpers)
+
+
+def _walk_channels_last(plan: Plan, g: Group, w: _Writer) -> None:
+    """conv-cl: walk (and store) the elements in channels-last order, the order of the convolution's output."""
+    from tritonsmith.agents.builtin._convcl import channels_last_order, eligible
+
+    if eligible(plan) is not g:
+        raise UnsupportedError("conv-cl needs a convolution followed by one elementwise epilogue that "
+                               "writes the model's outputs")
+    rank = len(g.outputs[0].shape)
+    w.order = channels_last_order(rank)
+    w.out_format = "torch.channels_last" if rank == 4 else "torch.channels_last_3d"
 
 
 # -- matmul ---------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tritonsmith.agents.builtin._ir import PW, SCAN, WINDOW, Node, UnsupportedError, is_fill
+from tritonsmith.agents.builtin._convcl import channels_last_strides
+from tritonsmith.agents.builtin._ir import PW, SCAN, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill
 
 if TYPE_CHECKING:
     from tritonsmith.agents.builtin._trace import _Lowering
@@ -411,13 +412,18 @@ def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any,
     if _depthwise(x, w, val, transposed, groups):
         out = dwconv(lw, x, w, val, stride, padding, dilation)
         return out if b is None else lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd))
+    # conv-cl variant (_convcl.py): a channels-last copy of the input makes cuDNN's output channels-last too
+    cl = bool(lw.options.get("conv_cl")) and nd in (2, 3) and x.strides == contiguous_strides(x.shape)
+    src = "_to_channels_last({0})" if cl else "{0}"
     if transposed:
-        call = (f"F.conv_transpose{nd}d({{0}}, {{1}}, None, stride={tuple(stride)}, padding={tuple(padding)}, "
+        call = (f"F.conv_transpose{nd}d({src}, {{1}}, None, stride={tuple(stride)}, padding={tuple(padding)}, "
                 f"output_padding={tuple(output_padding)}, groups={groups}, dilation={tuple(dilation)})")
     else:
-        call = (f"F.conv{nd}d({{0}}, {{1}}, None, stride={tuple(stride)}, padding={tuple(padding)}, "
+        call = (f"F.conv{nd}d({src}, {{1}}, None, stride={tuple(stride)}, padding={tuple(padding)}, "
                 f"dilation={tuple(dilation)}, groups={groups})")
     out = lw.extern(call, (x, w), val, op="conv_transpose" if transposed else "conv")
+    if cl:
+        out.strides, out.attrs["channels_last"] = channels_last_strides(out.shape), True
     if b is None:
         return out
     # the bias joins the fused epilogue of the Triton kernel after the call

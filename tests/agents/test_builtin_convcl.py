@@ -1,0 +1,97 @@
+"""The conv-cl variant (``_convcl.py``): channels-last convolution input, epilogue walked in channels-last
+order, run for real on the Triton interpreter against the reference (two trials of fresh random inputs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tritonsmith.agents.base import GenerationRequest
+from tritonsmith.agents.builtin import BuiltinGenerator
+from tritonsmith.problem import Problem
+
+_HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+
+def _problem(name: str, init: str, forward: str, inputs: str) -> Problem:
+    src = (f"{_HEAD}class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n{init}\n"
+           f"    def forward(self, x):\n{forward}\n\n"
+           f"def get_inputs():\n    return {inputs}\n\ndef get_init_inputs():\n    return []\n")
+    return Problem.from_source(src, name=name)
+
+
+CASES = {
+    # 37 input channels: two channel tiles of the transpose, the second ragged; 9 x 10 positions: two ragged
+    "conv2d_relu_bias": _problem(
+        "conv2d_relu_bias", "        self.conv = nn.Conv2d(37, 6, 3)\n        self.bias = nn.Parameter(torch.randn(6, 1, 1))",
+        "        return torch.relu(self.conv(x)) + self.bias", "[torch.randn(2, 37, 9, 10)]"),
+    "conv_transpose2d_tanh": _problem(
+        "conv_transpose2d_tanh", "        self.conv = nn.ConvTranspose2d(5, 7, 3, stride=2, padding=1, output_padding=1)",
+        "        y = self.conv(x)\n        return torch.tanh(y - 0.3) * 1.5", "[torch.randn(3, 5, 7, 6)]"),
+    "conv3d_sigmoid_residual": _problem(
+        "conv3d_sigmoid_residual", "        self.conv = nn.Conv3d(3, 4, 2)",
+        "        y = self.conv(x)\n        return torch.sigmoid(y) * y + y.abs()", "[torch.randn(2, 3, 5, 6, 7)]"),
+}
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[str, Any]:
+    return {n: BuiltinGenerator().generate(GenerationRequest(problem=p, iteration=0)) for n, p in CASES.items()}
+
+
+@pytest.fixture(scope="module")
+def interpreted(generated: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    d = tmp_path_factory.mktemp("convcl")
+    cases = []
+    for name, problem in CASES.items():
+        (d / f"{name}_ref.py").write_text(problem.source)
+        (d / f"{name}_cand.py").write_text(generated[name].source)
+        cases.append({"name": name, "problem": str(d / f"{name}_ref.py"), "candidate": str(d / f"{name}_cand.py")})
+    (d / "cases.json").write_text(json.dumps(cases))
+    helper = Path(__file__).with_name("_builtin_check.py")
+    proc = subprocess.run([sys.executable, str(helper), str(d / "cases.json")], capture_output=True, text=True,
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_conv_cl_is_tried_first_and_matches_reference(name: str, generated: dict[str, Any],
+                                                      interpreted: dict[str, Any]) -> None:
+    cand = generated[name]
+    assert cand.variant == "conv-cl", cand.note
+    src = cand.source
+    assert "_to_channels_last(x)" in src and "def _to_channels_last_kernel(" in src
+    fmt = "torch.channels_last_3d" if "3d" in name else "torch.channels_last"
+    assert f"memory_format={fmt})" in src  # the epilogue's output keeps the convolution's layout
+    assert interpreted[name]["ok"], interpreted[name]["detail"]
+
+
+def test_default_layout_stays_available_after_conv_cl() -> None:
+    from tritonsmith.agents.base import Attempt
+
+    problem = CASES["conv2d_relu_bias"]
+    gen = BuiltinGenerator()
+    first = gen.generate(GenerationRequest(problem=problem, iteration=0))
+    tried = Attempt(iteration=0, source=first.source, result=None, feedback="", reward=0.0, generator="builtin",
+                    variant=first.variant)
+    second = gen.generate(GenerationRequest(problem=problem, iteration=1, history=(tried,)))
+    assert second.variant == "default" and "_to_channels_last" not in (second.source or "")
+
+
+@pytest.mark.parametrize("forward", [
+    "        return F.group_norm(self.conv(x), 2)",  # a row kernel after the convolution
+    "        y = self.conv(x)\n        return torch.relu(y).flatten(1)",  # the output is a view
+    "        y = self.conv(x)\n        return torch.relu(y), y.sum(dim=1)",  # a second Triton group
+])
+def test_conv_cl_not_offered_for_other_epilogues(forward: str) -> None:
+    problem = _problem("other", "        self.conv = nn.Conv2d(3, 4, 3)", forward, "[torch.randn(2, 3, 8, 9)]")
+    state = BuiltinGenerator()._state(problem)
+    assert state.error is None and state.menu, state.error
+    assert "conv-cl" not in [v.key for v in state.menu]
