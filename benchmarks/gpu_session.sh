@@ -12,6 +12,7 @@
 #   suite      the built-in generator over levels 1-2 (issues 7, 8)    -> results.jsonl, report.*
 #   probe      `tritonsmith optimize` attempt tables for $PROBE          -> probe/*/report.md
 #   convlayout channels-last vs NCHW convolutions for $CONVS            -> conv_layout.txt, inductor_output_code.txt
+#   mainjob    the README's main command on the GPU, then one cold `tritonsmith profile` -> mainjob/, mainjob.log
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
 # PROF_ONLY (profiler case names, default all six), SUITE_ARGS.
@@ -66,6 +67,16 @@ for phase in "$@"; do
       # TORCH_LOGS=output_code: torch.compile's generated code, to see how it lays out the convolution
       TORCH_LOGS=output_code timeout 200 python3 benchmarks/conv_layout_gpu.py ${CONVS:-} \
         2> "$OUT/inductor_output_code.txt" | tee "$OUT/conv_layout.txt" ;;
+    mainjob)
+      # the README's main command (pip steps aside: the wheels are already on PYTHONPATH), timed, as a user runs
+      # it; then a cold CLI profile (a fresh process: zygote start, ceilings, ncu) of the same problem
+      TIMEFORMAT="wall %R s"
+      { time timeout 300 python3 -m tritonsmith optimize example:softmax_reference.py --out "$OUT/mainjob" 2>&1
+        echo "optimize rc=$?"
+        time timeout 120 python3 -m tritonsmith profile example:softmax_reference.py example:softmax_triton.py \
+          --device cuda --compiled 2>&1
+        echo "profile rc=$?"; } > "$OUT/mainjob.log" 2>&1
+      grep -v Warning "$OUT/mainjob.log" | tail -40 ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack
