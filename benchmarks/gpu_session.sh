@@ -12,6 +12,7 @@
 #   suite      the built-in generator over levels 1-2 (issues 7, 8)    -> results.jsonl, report.*
 #   probe      `tritonsmith optimize` attempt tables for $PROBE          -> probe/*/report.md
 #   convlayout channels-last vs NCHW convolutions for $CONVS            -> conv_layout.txt, inductor_output_code.txt
+#   coldprof   where a cold `tritonsmith profile` spends its time: 3 fresh processes -> coldprof/
 #   mainjob    the README's main command on the GPU, then one cold `tritonsmith profile` -> mainjob/, mainjob.log
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
@@ -77,6 +78,19 @@ for phase in "$@"; do
           --device cuda --compiled 2>&1
         echo "profile rc=$?"; } > "$OUT/mainjob.log" 2>&1
       grep -v Warning "$OUT/mainjob.log" | tail -40 ;;
+    coldprof)
+      # 1: first process on the machine (cold page cache); 2: fresh Triton and inductor caches; 3: warm caches
+      mkdir -p "$OUT/coldprof"; TIMEFORMAT="%R"
+      { time python3 -c "import torch" ; } 2> "$OUT/coldprof/import_torch_s.txt"
+      for i in 1 2 3; do
+        [ "$i" = 2 ] && export TRITON_CACHE_DIR=/tmp/tc2 TORCHINDUCTOR_CACHE_DIR=/tmp/ic2
+        { time timeout 150 python3 -m tritonsmith -v profile .kb/level1/19_ReLU.py benchmarks/candidates/relu.py \
+            --device cuda --compiled --json > "$OUT/coldprof/run$i.json" 2> "$OUT/coldprof/run$i.log" ; } \
+          2> "$OUT/coldprof/run${i}_wall_s.txt"
+        echo "run $i: wall $(cat "$OUT/coldprof/run${i}_wall_s.txt") s"; grep -i "zygote" "$OUT/coldprof/run$i.log" | tail -3
+        python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['stages_s'])" "$OUT/coldprof/run$i.json"
+      done
+      unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack

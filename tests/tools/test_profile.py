@@ -289,8 +289,8 @@ def test_gpu_profile_orchestration_overlaps_ncu_start_and_cancels_on_failure(
     monkeypatch.setenv("TRITONSMITH_NCU", str(fake))
     timing = {"median_ms": 1.0, "p20_ms": 0.9, "p80_ms": 1.1, "reps": 10}
     outcomes = iter([({"device_name": "fake GPU", "ceilings": None, "impls": {"eager": {"timing": timing}},
-                       "candidate_error": {"message": "runtime_error", "error": "boom"}}, None),
-                     (None, "the profiling worker died")])
+                       "candidate_error": {"message": "runtime_error", "error": "boom"}}, None, 2.5),
+                     (None, "the profiling worker died", 0.0)])
     monkeypatch.setattr(prof, "_run_worker", lambda *a, **k: next(outcomes))
     prob = Problem.from_source(PROBLEM, name="relu_div")
     work = prof.work_count(prob.inspect())
@@ -302,6 +302,7 @@ def test_gpu_profile_orchestration_overlaps_ncu_start_and_cancels_on_failure(
         if _ == 0:  # the candidate failed in the worker: ncu profiles the reference instead
             assert report.status is prof.ProfileStatus.CANDIDATE_ERROR and "boom" in (report.candidate_error or "")
             assert report.ncu is not None and report.ncu.status == "ok" and report.ncu.target == "reference"
+            assert report.stages_s["worker start"] == 2.5  # the wait for the zygote is reported, not hidden
         else:
             assert report.status is prof.ProfileStatus.CANDIDATE_ERROR and report.ncu is None
     assert (tmp_path / "words").read_text().split() == ["reference", "cancel"]

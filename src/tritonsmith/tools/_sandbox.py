@@ -97,6 +97,7 @@ class ModuleOutcome:
     output_tail: str
     wall_s: float
     launcher: str
+    zygote_wait_s: float = 0.0  # of wall_s: waiting for the zygote to finish starting (0 when it was ready)
 
 
 def run_module(module: str, spec_path: Path, workdir: Path, *, timeout_s: float, env: dict[str, str],
@@ -111,7 +112,7 @@ def run_module(module: str, spec_path: Path, workdir: Path, *, timeout_s: float,
     log_path = spec_path.with_suffix(".log")
     start = time.perf_counter()
     with open(log_path, "wb") as log_file:
-        proc, stdin, launcher, _ = _launch(spec_path, workdir, log_file, env, device, timeout_s, module=module)
+        proc, stdin, launcher, waited = _launch(spec_path, workdir, log_file, env, device, timeout_s, module=module)
         timed_out = False
         try:
             stdin.close()  # no key: EOF on the worker's stdin
@@ -123,7 +124,7 @@ def run_module(module: str, spec_path: Path, workdir: Path, *, timeout_s: float,
             proc.kill_group()
     LAUNCHES[launcher] += 1
     return ModuleOutcome(returncode=proc.returncode, timed_out=timed_out, output_tail=_tail(log_path),
-                         wall_s=time.perf_counter() - start, launcher=launcher)
+                         wall_s=time.perf_counter() - start, launcher=launcher, zygote_wait_s=waited)
 
 
 def prestart(device: str, env: dict[str, str]) -> None:

@@ -206,6 +206,9 @@ class Zygote:
                 raise ZygoteUnavailable(f"the {self.device} zygote ({self.tier}) is unsafe to fork: "
                                         f"{self.info['unsafe']}", unsafe=True)
             self._ready = True
+            log.info("the %s zygote (%s) is ready: imports %.1f s, CUDA probe %.1f s, %.1f s after its start",
+                     self.device, self.tier, self.info.get("import_s", 0.0), self.info.get("probe_s", 0.0),
+                     time.perf_counter() - self.started_at)
             return self.info
 
     def launch(self, spec_path: Path, workdir: Path, log_fd: int, timeout_s: float,
@@ -370,7 +373,9 @@ def main(argv: list[str]) -> int:
     info = _preload(device, tier)
     info["unsafe"] = _unsafe(device)
     if not info["unsafe"] and device == "cuda":
+        probe_start = time.perf_counter()
         info["unsafe"] = _probe_cuda()
+        info["probe_s"] = round(time.perf_counter() - probe_start, 3)
     info["threads"] = _os_threads()
     info["device_files"] = _device_files()
     if info["unsafe"]:

@@ -133,6 +133,7 @@ def profile_kernel(
     work = work_count(prob.inspect())
     source = _read_candidate(candidate_source)
     workdir = Path(tempfile.mkdtemp(prefix="tritonsmith-profile-"))
+    prepared_s = time.perf_counter() - started
     try:
         if dev == "cpu":
             report = _profile_cpu(prob, work, source, workdir, target_gpu or _default_target(), arch, timeout_s)
@@ -141,7 +142,8 @@ def profile_kernel(
                                   seed=seed)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    report = dataclasses.replace(report, wall_s=round(time.perf_counter() - started, 2), scaling_note=prob.scaling_note)
+    report = dataclasses.replace(report, wall_s=round(time.perf_counter() - started, 2), scaling_note=prob.scaling_note,
+                                 stages_s={"load and count": round(prepared_s, 3), **report.stages_s})
     return dataclasses.replace(report, summary=summarize(report))
 
 
@@ -179,7 +181,7 @@ def _profile_cpu(prob: Problem, work: WorkCount, source: str | None, workdir: Pa
     spec = {"problem_path": str(write_source(workdir, "reference", prob.source)), "problem_name": prob.name,
             "candidate_path": str(write_source(workdir, "candidate", source)), "arch": arch,
             "result_path": str(workdir / "aot.json")}
-    data, error = _run_worker("tritonsmith.tools._aot", spec, workdir, timeout_s or _TIMEOUT_S["aot"], cpu=True)
+    data, error, _ = _run_worker("tritonsmith.tools._aot", spec, workdir, timeout_s or _TIMEOUT_S["aot"], cpu=True)
     if data is None or "error" in data:
         message = error or data.get("error", "")  # type: ignore[union-attr]
         return ProfileReport(status=ProfileStatus.CANDIDATE_ERROR, message=message, candidate_error=message,
@@ -212,7 +214,7 @@ def _profile_gpu(prob: Problem, work: WorkCount, source: str | None, workdir: Pa
 def _profile_gpu_run(prob: Problem, work: WorkCount, source: str | None, workdir: Path, spec: dict[str, Any],
                      worker_timeout: float, job: NcuJob | None) -> ProfileReport:
     t0 = time.perf_counter()
-    data, error = _run_worker("tritonsmith.tools._torch_profile", spec, workdir, worker_timeout)
+    data, error, zygote_wait_s = _run_worker("tritonsmith.tools._torch_profile", spec, workdir, worker_timeout)
     worker_s = time.perf_counter() - t0
     if data is None:
         status = ProfileStatus.CANDIDATE_ERROR if source else ProfileStatus.WORKER_ERROR
@@ -234,7 +236,7 @@ def _profile_gpu_run(prob: Problem, work: WorkCount, source: str | None, workdir
         device_name=data["device_name"], target=data["device_name"], work=work, ceilings=ceilings, sol=sol, impls=impls,
         compile_facts=tuple(_facts(f) for f in data.get("facts", [])), launches_per_forward=data.get("launches"),
         ncu=ncu_report, candidate_check=data.get("check"), candidate_error=error_text, notes=tuple(data.get("notes", [])),
-        stages_s={**data.get("stages_s", {}), "worker": round(worker_s, 2),
+        stages_s={"worker start": round(zygote_wait_s, 2), **data.get("stages_s", {}), "worker": round(worker_s, 2),
                   "ncu": ncu_report.wall_s if ncu_report is not None else 0.0})
 
 
@@ -254,25 +256,27 @@ def _facts(data: dict[str, Any]) -> KernelFacts:
 
 
 def _run_worker(module: str, spec: dict[str, Any], workdir: Path, timeout_s: float,
-                cpu: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+                cpu: bool = False) -> tuple[dict[str, Any] | None, str | None, float]:
+    """(the worker's result, or None and why; seconds spent waiting for the zygote to start)."""
     spec_path = workdir / f"{module.rsplit('.', 1)[-1]}_spec.json"
     spec_path.write_text(json.dumps(spec))
     if cpu:  # ahead-of-time facts need real compilation: a fresh interpreter without TRITON_INTERPRET
         code, timed_out, output, _ = run_process([sys.executable, "-m", module, str(spec_path)], timeout_s=timeout_s,
                                                  env=_worker_env(cpu=True), log_path=spec_path.with_suffix(".log"))
+        waited = 0.0
     else:  # forked from the evaluator's CUDA zygote: torch, triton and inductor are already imported
         from tritonsmith.tools._sandbox import run_module
         from tritonsmith.tools.evaluate import _worker_env as evaluator_env
 
         run = run_module(module, spec_path, workdir, timeout_s=timeout_s, env=evaluator_env("cuda"), device="cuda")
-        code, timed_out, output = run.returncode, run.timed_out, run.output_tail
+        code, timed_out, output, waited = run.returncode, run.timed_out, run.output_tail, run.zygote_wait_s
     result = Path(spec["result_path"])
     if timed_out:
-        return None, f"profiling did not finish within {timeout_s:.0f} s"
+        return None, f"profiling did not finish within {timeout_s:.0f} s", waited
     if not result.exists():
         tail = "\n".join(ln for ln in output.splitlines() if ln.strip())[-1500:]
-        return None, f"the profiling worker died (exit {code}) before reporting:\n{tail}"
-    return json.loads(result.read_text()), None
+        return None, f"the profiling worker died (exit {code}) before reporting:\n{tail}", waited
+    return json.loads(result.read_text()), None, waited
 
 
 def _worker_env(*, cpu: bool) -> dict[str, str]:
