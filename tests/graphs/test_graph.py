@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from typing import Any
 
 import pytest
@@ -139,6 +141,20 @@ def _timed_correct(problem: Any, candidate: str, **kwargs: Any) -> Any:
                             compiled=timing(2.5), compile_mode="default")
     return EvalResult(status=EvalStatus.CORRECT, message="correct on 1 trials", problem=problem.name, device="cuda",
                       device_name="Fake GPU", tolerance="kernelbench", benchmark=bench)
+
+
+def test_the_builtin_fallback_is_announced_once_per_run_not_per_iteration(softmax_reference, monkeypatch,
+                                                                           caplog):
+    import tritonsmith.tools.evaluate as evaluate_module
+
+    monkeypatch.setattr(evaluate_module, "resolve_device", lambda device: "cuda")
+    monkeypatch.setenv("TRITONSMITH_PROFILE", "0")
+    graph = compile_kernel_graph(memory=False, evaluator=_timed_correct)
+    with caplog.at_level(logging.WARNING, logger="tritonsmith.graphs.nodes"):
+        final = graph.invoke({"problem": str(softmax_reference)}, context={"device": "cuda", "iterations": 3})
+    assert [a["generator"] for a in final["attempts"]] == ["builtin"] * 3
+    assert sum("no model configured" in n for n in final["notes"]) == 1
+    assert sum("no model configured" in r.getMessage() for r in caplog.records) == 1
 
 
 @pytest.mark.parametrize("iterations, profile, profiled", [(1, True, 0), (3, True, 2), (3, False, 0)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +205,36 @@ def test_an_exact_kernel_for_a_constant_output_is_not_called_input_blind(tmp_pat
     assert candidate.source is not None, candidate.note
     result = evaluate(problem, candidate.source, device="cpu", trials=3)
     assert result.status is EvalStatus.CORRECT, result.feedback()
+
+
+def test_prestart_worker_starts_the_cuda_zygote_without_a_cuda_call_where_a_device_node_exists(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh machine's first CUDA call takes seconds: the zygote's imports must not wait for it."""
+    from tritonsmith.tools import evaluate
+
+    started: list[str] = []
+    monkeypatch.setattr(evaluate, "prestart", lambda device, env: started.append(device))
+
+    def no_cuda_call(device: str) -> str:
+        raise AssertionError("resolve_device called")
+
+    monkeypatch.setattr(evaluate, "_gpu_likely", lambda: True)
+    monkeypatch.setattr(evaluate, "resolve_device", no_cuda_call)
+    evaluate.prestart_worker("auto")
+    evaluate.prestart_worker("cuda")
+    assert started == ["cuda", "cuda"]
+    monkeypatch.setattr(evaluate, "_gpu_likely", lambda: False)  # no node: resolve as before
+    monkeypatch.setattr(evaluate, "resolve_device", lambda device: "cpu")
+    evaluate.prestart_worker("auto")
+    assert started == ["cuda", "cuda", "cpu"]
+
+
+def test_gpu_likely_honours_an_empty_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tritonsmith.tools.evaluate import _gpu_likely
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert _gpu_likely() is False
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "-1")
+    assert _gpu_likely() is False
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert _gpu_likely() is Path("/dev/nvidiactl").exists()

@@ -308,13 +308,17 @@ def test_gpu_profile_orchestration_overlaps_ncu_start_and_cancels_on_failure(
     assert (tmp_path / "words").read_text().split() == ["reference", "cancel"]
 
 
-def test_gpu_profile_prestarts_the_worker_before_loading_the_problem(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On CUDA the worker zygote's imports start first, overlapping the problem's loading and counting."""
+@pytest.mark.parametrize("device_node", [True, False])
+def test_gpu_profile_prestarts_the_worker_before_loading_the_problem(monkeypatch: pytest.MonkeyPatch,
+                                                                     device_node: bool) -> None:
+    """On CUDA the worker zygote's imports start first, overlapping the problem's loading and counting;
+    with an NVIDIA device node, even before the first CUDA call (seconds on a fresh machine)."""
     from tritonsmith.tools import evaluate
     from tritonsmith.tools import profile as prof
 
     calls: list[str] = []
-    monkeypatch.setattr(evaluate, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(evaluate, "_gpu_likely", lambda: device_node)
+    monkeypatch.setattr(evaluate, "resolve_device", lambda device: (calls.append("resolve"), "cuda")[1])
     monkeypatch.setattr(evaluate, "prestart_worker", lambda device: calls.append(f"prestart {device}"))
     real_load = prof.load_problem
     monkeypatch.setattr(prof, "load_problem", lambda p: (calls.append("load"), real_load(p))[1])
@@ -325,8 +329,10 @@ def test_gpu_profile_prestarts_the_worker_before_loading_the_problem(monkeypatch
                              device_name="fake GPU", target="fake GPU", work=work, ceilings=None, sol=None)
 
     monkeypatch.setattr(prof, "_profile_gpu", fake_gpu)
-    report = profile_kernel(PROBLEM, device="cuda", ncu=False)
-    assert report.status is ProfileStatus.OK and calls == ["prestart cuda", "load", "profile"]
+    report = profile_kernel(PROBLEM, device="auto", ncu=False)
+    first = ["prestart cuda", "resolve"] if device_node else ["resolve", "prestart cuda"]
+    assert report.status is ProfileStatus.OK and calls == [*first, "load", "profile"]
+    assert "load and count" in report.stages_s
 
 
 def test_ncu_driver_exits_unprofiled_on_cancel_or_no_word(tmp_path: Path) -> None:

@@ -132,9 +132,21 @@ def evaluate(
 
 def prestart_worker(device: Device = "auto") -> None:
     """Start the worker zygote for ``device`` in the background (its imports take seconds), so that the
-    first :func:`evaluate` finds it ready; e.g. while the first candidate is being generated. Optional."""
-    dev = resolve_device(device)
+    first :func:`evaluate` finds it ready; e.g. while the first candidate is being generated. Optional.
+
+    Where an NVIDIA device node exists, ``auto`` and ``cuda`` start the CUDA zygote without any CUDA call
+    of their own: a process's first one takes seconds on a fresh machine, and the zygote's imports run
+    meanwhile instead of after it.
+    """
+    dev = "cuda" if device in ("auto", "cuda") and _gpu_likely() else resolve_device(device)
     prestart(dev, _worker_env(dev))
+
+
+def _gpu_likely() -> bool:
+    """Whether a CUDA GPU is probably usable, from the device nodes alone (no torch, no driver call)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() in ("", "-1"):
+        return False
+    return Path("/dev/nvidiactl").exists()
 
 
 def _static_checks(source: str, reference: str, policy: str) -> tuple[StaticReport, float]:

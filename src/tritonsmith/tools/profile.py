@@ -123,11 +123,14 @@ def profile_kernel(
     ahead of time for ``target_gpu``/``arch``, default an H200 and sm_90). ``compiled`` adds
     torch.compile of the reference. Raises :class:`ProblemError` only when the reference is broken.
     """
-    from tritonsmith.tools.evaluate import prestart_worker, resolve_device
+    from tritonsmith.tools.evaluate import _gpu_likely, prestart_worker, resolve_device
 
     started = time.perf_counter()
+    early = device != "cpu" and _gpu_likely()
+    if early:  # before anything here touches CUDA: the worker's imports (~12 s) overlap all of it
+        prestart_worker("cuda")
     dev = resolve_device(device)
-    if dev == "cuda":  # the worker's imports (seconds, on a cold machine) overlap loading and counting here
+    if dev == "cuda" and not early:
         prestart_worker(dev)
     prob = load_problem(problem)
     work = work_count(prob.inspect())
