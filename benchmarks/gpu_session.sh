@@ -82,6 +82,7 @@ for phase in "$@"; do
       # 1: first process on the machine (cold page cache); 2: fresh Triton and inductor caches; 3: warm caches
       mkdir -p "$OUT/coldprof"; TIMEFORMAT="%R"
       { time python3 -c "import torch" ; } 2> "$OUT/coldprof/import_torch_s.txt"
+      ls /dev/nvidiactl /dev/nvidia0 > "$OUT/coldprof/device_nodes.txt" 2>&1; cat "$OUT/coldprof/device_nodes.txt"
       for i in 1 2 3; do
         [ "$i" = 2 ] && export TRITON_CACHE_DIR=/tmp/tc2 TORCHINDUCTOR_CACHE_DIR=/tmp/ic2
         { time timeout 150 python3 -m tritonsmith -v profile .kb/level1/19_ReLU.py benchmarks/candidates/relu.py \
