@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 import time
 from pathlib import Path
@@ -238,3 +239,17 @@ def test_gpu_likely_honours_an_empty_cuda_visible_devices(monkeypatch: pytest.Mo
     assert _gpu_likely() is False
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     assert _gpu_likely() is Path("/dev/nvidiactl").exists()
+
+
+def test_worker_environment_survives_inductor_naming_its_cache_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inductor sets TORCHINDUCTOR_CACHE_DIR in os.environ on first use; the worker environment (the
+    zygote's key) must not change then, or the zygote started early is thrown away and started again."""
+    from torch._inductor.runtime import cache_dir_utils
+
+    from tritonsmith.tools.evaluate import _worker_env
+
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    before = {dev: _worker_env(dev) for dev in ("cpu", "cuda")}
+    cache_dir_utils.cache_dir()
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == os.path.abspath(cache_dir_utils.default_cache_dir())
+    assert {dev: _worker_env(dev) for dev in ("cpu", "cuda")} == before

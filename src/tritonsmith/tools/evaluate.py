@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import getpass
 import logging
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
@@ -217,7 +219,19 @@ def _worker_env(device: str) -> dict[str, str]:
         # Inductor's parallel-compile pool costs seconds to start in every fresh worker and buys
         # nothing for one reference graph: compile in-process.
         env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    # Inductor writes its default cache dir into os.environ the first time anything here asks for it;
+    # naming it up front keeps this environment, and so the zygote started before that, the same.
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", _inductor_default_cache_dir())
     return env
+
+
+def _inductor_default_cache_dir() -> str:
+    """torch._inductor.runtime.cache_dir_utils.default_cache_dir(), without importing inductor (~1 s)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, ModuleNotFoundError, OSError):
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+    return os.path.abspath(os.path.join(tempfile.gettempdir(), "torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)))
 
 
 @functools.cache
