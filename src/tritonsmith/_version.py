@@ -7,6 +7,7 @@ problems came from different versions instead of silently mixing them.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import subprocess
 from pathlib import Path
@@ -16,7 +17,12 @@ log = logging.getLogger(__name__)
 
 @functools.cache
 def code_version() -> str:
-    """``"0.1.0"``, or ``"0.1.0+g1a2b3c4"`` (``".dirty"`` appended with uncommitted changes) in a git checkout."""
+    """``"0.1.0"``, or in a git checkout ``"0.1.0+g1a2b3c4.s5d6e7f80"``: the commit (``".dirty"`` after it with
+    uncommitted changes) and a digest of the package's own source files.
+
+    The digest names the code that ran even where the git metadata does not: a working tree copied to
+    another machine can carry a stale ``.git`` (seen on the GPU machine, a commit behind).
+    """
     from tritonsmith import __version__
 
     root = Path(__file__).resolve().parent
@@ -30,4 +36,12 @@ def code_version() -> str:
         log.debug("git describe failed: %s", exc)
         return __version__
     commit = out.stdout.strip()
-    return f"{__version__}+g{commit}" if out.returncode == 0 and commit else __version__
+    return f"{__version__}+g{commit}.s{source_digest(root)}" if out.returncode == 0 and commit else __version__
+
+
+def source_digest(package: Path) -> str:
+    """The first 8 hex digits of a SHA-256 over the package's ``.py`` files (relative path and content)."""
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:8]
