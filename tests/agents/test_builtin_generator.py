@@ -241,6 +241,17 @@ FORCED: dict[str, tuple[Problem, dict[str, Any], dict[str, dict[str, Any]]]] = {
         "matmul_3xtf32_transposed_split_k", "        pass", "a, b):\n        return torch.matmul(a.T, b)",
         "[torch.randn(42, 33), torch.randn(42, 18)]"), {"split_k": 3},
         {"matmul": {"precision": "3xtf32", "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 8}}),
+    # operands staged into zero-padded scratch with aligned rows (the mm-aligned variant), no masks in the K loop
+    "matmul_aligned_linear": (CASES["linear_epilogue"][0], {},
+                              {"matmul": {"pad": True, "BLOCK_M": 32, "BLOCK_N": 16, "BLOCK_K": 16}}),
+    "matmul_aligned_transposed_split_k": (_problem(
+        "matmul_aligned_transposed_split_k", "        pass", "a, b):\n        return torch.relu(torch.matmul(a.T, b))",
+        "[torch.randn(42, 33), torch.randn(42, 18)]"), {"split_k": 3},
+        {"matmul": {"pad": True, "BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 8}}),
+    "matmul_aligned_broadcast_batch": (_problem(
+        "matmul_aligned_broadcast_batch", "        pass", "a, b):\n        return torch.matmul(a, b) * 0.5 - a.mean()",
+        "[torch.randn(2, 3, 21, 13), torch.randn(13, 22)]"), {},
+        {"matmul": {"pad": True, "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 8}}),
     "matmul_3xtf32_broadcast_batch": (_problem(
         "matmul_3xtf32_broadcast_batch", "        pass", "a, b):\n        return torch.matmul(a, b) + a.sum()",
         "[torch.randn(2, 3, 21, 13), torch.randn(13, 22)]"), {},
@@ -281,6 +292,8 @@ def test_forced_kernel_shapes_match_reference_on_interpreter(name: str, forced_i
         assert "_row_0_stats0_kernel" in src and "SPLIT=" in src, "the rows were not split"
     if "3xtf32" in name:
         assert "_tf32_split_kernel[" in src and "PRECISION='tf32'" in src
+    if "aligned" in name:
+        assert src.count("_pad_copy_kernel[") == 2 and "PRECISION='tf32x3'" in src and "K - k0" not in src
     result = forced_interpreted[name]
     assert result["ok"], result["detail"]
 
@@ -352,7 +365,29 @@ def test_matmul_precision_choice_and_variants() -> None:
     _, plan = _plan(thin, {}, None)
     assert group_config(plan.groups[0], {})["precision"] == "tf32x3"
     assert group_config(plan.groups[0], {"presplit": True})["precision"] == "tf32x3"
-    assert "mm-3xtf32" not in [v.key for v in variant_menu(plan)]
+    keys = [v.key for v in variant_menu(plan)]
+    assert "mm-3xtf32" not in keys
+    assert keys.index("mm-aligned") > keys.index("default")  # odd K and N, but too small to pay for the copies
+
+
+def test_large_misaligned_matmul_tries_aligned_operands_first() -> None:
+    """Rows that do not start on 16-element boundaries make Triton load 4 bytes at a time; a large GEMM
+    first tries its operands copied into padded scratch (a small one, or an aligned one, does not)."""
+    from tritonsmith.agents.builtin import _plan
+    from tritonsmith.agents.builtin._variants import variant_menu
+
+    irregular = _problem("irregular", "        pass", "a, b):\n        return torch.matmul(a, b)",
+                         "[torch.randn(8205, 2949), torch.randn(2949, 5921)]")
+    _, plan = _plan(irregular, {}, None)
+    assert [v.key for v in variant_menu(plan)][:2] == ["mm-aligned", "default"]
+    odd_k_only = _problem("odd_k", "        pass", "a, b):\n        return torch.matmul(a, b)",
+                          "[torch.randn(4096, 2050), torch.randn(2050, 4096)]")
+    _, plan = _plan(odd_k_only, {}, None)
+    assert variant_menu(plan)[0].key == "mm-aligned"
+    aligned = _problem("aligned", "        pass", "a, b):\n        return torch.matmul(a, b)",
+                       "[torch.randn(4096, 2048), torch.randn(2048, 4096)]")
+    _, plan = _plan(aligned, {}, None)
+    assert "mm-aligned" not in [v.key for v in variant_menu(plan)]
 
 
 _SPLIT_NUMERICS = r'''

@@ -15,8 +15,9 @@ kernel per group:
   split over many programs (partials in a small fp32 workspace, then a combine-and-write kernel);
 - matmul / bmm / linear -> a tiled ``tl.dot`` kernel with the following elementwise chain as epilogue;
   fp32 operands use Triton's in-loop ``tf32x3`` (three tensor-core passes, fp32 accuracy); a variant
-  pre-splits them into tf32 hi/lo parts (3xTF32: one pipelined dot over 3K), slower on the H200; never
-  plain tf32;
+  pre-splits them into tf32 hi/lo parts (3xTF32: one pipelined dot over 3K), slower on the H200; another
+  (``mm-aligned``, first for a large GEMM whose rows do not start on 16-element boundaries) copies the
+  operands into zero-padded scratch so the tiles move in 16-byte pieces; never plain tf32;
 - max / average pooling, 1-D to 3-D (``nn.MaxPool1d/2d/3d``, ``nn.AvgPool1d/2d/3d``, ``F.max_pool*``,
   ``F.avg_pool*``: kernel size, stride, padding, dilation, ceil_mode, count_include_pad,
   divisor_override) -> one "window" kernel: each program writes a block of contiguous outputs, the

@@ -50,6 +50,19 @@ def _tf32_split_kernel(x_ptr, out_ptr, OFF: tl.constexpr, SB: tl.constexpr, SR: 
         tl.store(dst, hi, mask=inside)
         tl.store(dst + CP, lo, mask=inside)
 ''',
+    "_pad_copy_kernel": '''@triton.jit
+def _pad_copy_kernel(x_ptr, out_ptr, OFF: tl.constexpr, SB: tl.constexpr, SR: tl.constexpr, SC: tl.constexpr,
+                     R: tl.constexpr, C: tl.constexpr, RP: tl.constexpr, CP: tl.constexpr,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """out[b, r, c] = x[b, r, c] (strides SB, SR, SC from element OFF) for r < R, c < C; 0 elsewhere in the
+    contiguous RP x CP block of batch b. RP and CP are tile multiples: the matmul then reads whole tiles
+    from rows that start on 16-element boundaries (16-byte copies, no K masks) instead of 4-byte pieces."""
+    b = tl.program_id(2).to(tl.int64)
+    r = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)[:, None]).to(tl.int64)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]
+    x = tl.load(x_ptr + OFF + b * SB + r * SR + c * SC, mask=(r < R) & (c < C), other=0.0)
+    tl.store(out_ptr + b * (RP * CP) + r * CP + c, x, mask=(r < RP) & (c < CP))
+''',
     "_gelu_tanh": '''@triton.jit
 def _gelu_tanh(x):
     """gelu(x) ~= 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""

@@ -312,11 +312,15 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     epi += [w.store(o, FULL) for o in g.outputs]
     i64 = ".to(tl.int64)" if w.idx64 else ""
     head = _SWIZZLE.format(i64=i64)
+    kp = -(-s.k // bk) * bk
+    pad = bool(cfg.get("pad")) and prec != "3xtf32"
     if prec == "3xtf32":
-        kp = -(-s.k // bk) * bk
         loop, extra = _split3_loop(s, bm, bn, kp), ("wa_ptr", "wb_ptr")
         what = ("3xTF32: operands pre-split into tf32 hi + lo parts (zero-padded, aligned); C = A_hi B_lo + "
                 "A_lo B_hi + A_hi B_hi as one tf32 tensor-core dot over K' = 3 K, fp32 accumulation")
+    elif pad:
+        loop, extra = _padded_loop(s, bm, bn, kp), ("wa_ptr", "wb_ptr")
+        what = "fp32 accumulation, operands first copied into zero-padded buffers with aligned rows"
     else:
         loop, extra, what = _direct_loop(s, ap, bp, bk), (), "fp32 accumulation"
     title = f"C[b] = A[b] @ B[b] ({s.bsz} x {s.m}x{s.k} @ {s.k}x{s.n}, {what}) with the elementwise chain fused after it."
@@ -332,10 +336,11 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
             "PRECISION": "tf32" if prec == "3xtf32" else prec, "num_warps": int(cfg.get("num_warps", 8)),
             "num_stages": int(cfg.get("num_stages", 3))}
     comment = f"Launch {name}_kernel: matmul + {len(g.nodes) - 1} fused epilogue ops."
-    if prec != "3xtf32":
+    if prec != "3xtf32" and not pad:
         return KernelSource(name, src, w.launcher(grid, meta, comment), w.bases, list(g.outputs), w.helpers)
-    launcher = _split3_launcher(w, s, (ap, bp), bm, bn, bk, (f"{name}_kernel", grid, meta), comment)
-    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers | {"_tf32_split_kernel"})
+    helper = "_pad_copy_kernel" if pad else "_tf32_split_kernel"
+    launcher = _staged_launcher(w, s, helper, bm, bn, bk, (f"{name}_kernel", grid, meta), comment)
+    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers | {helper})
 
 
 def _direct_loop(s: _MM, ap: str, bp: str, bk: int) -> str:
@@ -383,23 +388,47 @@ def _split3_loop(s: _MM, bm: int, bn: int, kp: int) -> str:
 """
 
 
-def _split3_launcher(w: _Writer, s: _MM, ptrs: tuple[str, str], bm: int, bn: int, bk: int,
+def _padded_loop(s: _MM, bm: int, bn: int, kp: int) -> str:
+    mp, np_, ba, bb = _split3_dims(s, bm, bn, kp)
+    sa = f"bid * {mp * kp} + " if ba > 1 else ""
+    sb = f"bid * {kp * np_} + " if bb > 1 else ""
+    return f"""    # wa ({mp} x {kp} per batch) and wb ({kp} x {np_}): zero-padded copies whose rows start on 16-element
+    # boundaries, so each tile moves in 16-byte pieces and no load needs a mask (the zeros add nothing)
+    a_ptrs = wa_ptr + {sa}rm[:, None] * {kp} + rk[None, :]
+    b_ptrs = wb_ptr + {sb}rk[:, None] * {np_} + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, {kp}, BLOCK_K):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        # fp32 inputs: "tf32x3" (three tensor-core passes) or "ieee" keep fp32 accuracy; plain tf32 would not
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * {np_}
+"""
+
+
+def _staged_launcher(w: _Writer, s: _MM, helper: str, bm: int, bn: int, bk: int,
                      main: tuple[str, str, dict[str, int | str]], comment: str) -> str:
+    """Stage both operands into zero-padded scratch with ``helper`` (``_tf32_split_kernel``: hi/lo parts,
+    twice the width; ``_pad_copy_kernel``: a plain copy), then launch the matmul on the scratch."""
     kp = -(-s.k // bk) * bk
     mp, np_, ba, bb = _split3_dims(s, bm, bn, kp)
     args = [f"a{w.bases.index(s.a[0])}", f"a{w.bases.index(s.b[0])}"]
     (sab, sam, sak), (sbb, sbk, sbn) = s.a[1], s.b[1]
-    pre = 64
-    split_a = {"OFF": s.a[2], "SB": sab, "SR": sam, "SC": sak, "R": s.m, "C": s.k, "RP": mp, "CP": kp,
-               "ROWS": False, "BLOCK_R": pre, "BLOCK_C": pre}
-    split_b = {"OFF": s.b[2], "SB": sbb, "SR": sbk, "SC": sbn, "R": s.k, "C": s.n, "RP": kp, "CP": np_,
-               "ROWS": True, "BLOCK_R": pre, "BLOCK_C": pre}
-    launches = [("_tf32_split_kernel", f"(triton.cdiv({mp}, {pre}), triton.cdiv({kp}, {pre}), {ba})", split_a),
-                ("_tf32_split_kernel", f"(triton.cdiv({kp}, {pre}), triton.cdiv({np_}, {pre}), {bb})", split_b),
+    pre, parts = 64, 2 if helper == "_tf32_split_kernel" else 1
+    split_a = {"ROWS": False} if parts == 2 else {}
+    split_b = {"ROWS": True} if parts == 2 else {}
+    stage_a = {"OFF": s.a[2], "SB": sab, "SR": sam, "SC": sak, "R": s.m, "C": s.k, "RP": mp, "CP": kp, **split_a,
+               "BLOCK_R": pre, "BLOCK_C": pre}
+    stage_b = {"OFF": s.b[2], "SB": sbb, "SR": sbk, "SC": sbn, "R": s.k, "C": s.n, "RP": kp, "CP": np_, **split_b,
+               "BLOCK_R": pre, "BLOCK_C": pre}
+    launches = [(helper, f"(triton.cdiv({mp}, {pre}), triton.cdiv({kp}, {pre}), {ba})", stage_a),
+                (helper, f"(triton.cdiv({kp}, {pre}), triton.cdiv({np_}, {pre}), {bb})", stage_b),
                 main]
-    workspace = {"wa": ((ba, mp, 2 * kp), "torch.float32"), "wb": ((bb, 2 * kp, np_), "torch.float32")}
-    return w.launcher_multi(launches, comment + " Operands are split into tf32 hi/lo parts first.", workspace,
-                            {0: [args[0], "wa"], 1: [args[1], "wb"]})
+    workspace = {"wa": ((ba, mp, parts * kp), "torch.float32"), "wb": ((bb, parts * kp, np_), "torch.float32")}
+    what = " Operands are split into tf32 hi/lo parts first." if parts == 2 else \
+        " Operands are copied into aligned, zero-padded scratch first."
+    return w.launcher_multi(launches, comment + what, workspace, {0: [args[0], "wa"], 1: [args[1], "wb"]})
 
 
 def kernel_for(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
