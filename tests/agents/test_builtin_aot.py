@@ -129,5 +129,4 @@ def test_aligned_operands_turn_four_byte_copies_into_sixteen_byte_ones(tmp_path:
         copies[variant.key] = _ptx_copies(module, path.read_text())["_matmul_0_kernel"]
     assert copies["default"] and set(copies["default"]) == {4}
     assert copies["mm-aligned"] and set(copies["mm-aligned"]) == {16}
-    # the same stages moved: 128x128 tiles (8192 floats per K step) against 128x64 (6144)
-    assert len(copies["mm-aligned"]) * 16 * 6144 == len(copies["default"]) * 4 * 8192
+    assert len(copies["mm-aligned"]) * 16 == len(copies["default"]) * 4  # the same tiles, a quarter of the copies
