@@ -27,7 +27,7 @@ def target_reached(best: AttemptRecord | None, settings: Settings) -> tuple[bool
     if best is None:
         return False, "no verified kernel yet"
     if best["reward_basis"] == "unmeasured":
-        return True, "verified; speed is unmeasured here (no GPU timing), so refining cannot be judged"
+        return True, "speed is unmeasured here (no GPU timing), so refining cannot be judged"
     target = settings.target_speedup
     speedup = best["speedup"]
     if target is not None and speedup is not None and speedup >= target:
