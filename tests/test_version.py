@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tritonsmith._version import code_version, source_digest
 
 
@@ -22,10 +24,20 @@ def test_source_digest_follows_the_code_not_the_git_metadata(tmp_path: Path) -> 
     assert source_digest(pkg) != first
 
 
-def test_code_version_of_this_checkout_names_its_source_digest() -> None:
-    import tritonsmith
+def test_code_version_names_the_commit_and_the_source_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
 
-    version = code_version()
-    assert version.startswith(tritonsmith.__version__)
-    if "+g" in version:  # a git checkout (CI's clean clone is one)
-        assert version.endswith(".s" + source_digest(Path(tritonsmith.__file__).parent))
+    import tritonsmith
+    from tritonsmith import _version
+
+    def describe(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, 0, stdout="1a2b3c4.dirty\n", stderr="")
+
+    monkeypatch.setattr(_version.subprocess, "run", describe)
+    _version.code_version.cache_clear()
+    try:
+        version = code_version()
+    finally:
+        _version.code_version.cache_clear()
+    digest = source_digest(Path(tritonsmith.__file__).parent)
+    assert version == f"{tritonsmith.__version__}+g1a2b3c4.dirty.s{digest}"

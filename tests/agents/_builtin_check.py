@@ -2,15 +2,20 @@
 
 usage: python _builtin_check.py CASES.json -> prints one JSON line {name: {"ok": bool, "detail": str}}
 Each case: {"name", "problem": path, "candidate": path}. TRITON_INTERPRET=1 must be set by the caller.
+Tests call :func:`run_on_interpreter`, which writes the files and runs this script.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
 import sys
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -45,6 +50,24 @@ def check(problem: Path, candidate: Path, trials: int = 2) -> tuple[bool, str]:
                 err = float((g.double() - w.double()).abs().max())
                 return False, f"trial {trial} output {o}: max abs error {err:.3g}"
     return True, "ok"
+
+
+def run_on_interpreter(workdir: Path, cases: Mapping[str, tuple[str, str | None]]) -> dict[str, dict[str, Any]]:
+    """Check each (reference source, candidate source) in one interpreter subprocess (its start-up dominates
+    the cost); a case without a candidate is left out. Returns {name: {"ok": bool, "detail": str}}."""
+    listed = []
+    for name, (reference, candidate) in cases.items():
+        if candidate is None:
+            continue
+        (workdir / f"{name}_ref.py").write_text(reference)
+        (workdir / f"{name}_cand.py").write_text(candidate)
+        listed.append({"name": name, "problem": str(workdir / f"{name}_ref.py"),
+                       "candidate": str(workdir / f"{name}_cand.py")})
+    (workdir / "cases.json").write_text(json.dumps(listed))
+    proc = subprocess.run([sys.executable, __file__, str(workdir / "cases.json")], capture_output=True, text=True,
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:

@@ -3,11 +3,6 @@ order, run for real on the Triton interpreter against the reference (two trials 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +10,8 @@ import pytest
 from tritonsmith.agents.base import GenerationRequest
 from tritonsmith.agents.builtin import BuiltinGenerator
 from tritonsmith.problem import Problem
+
+from _builtin_check import run_on_interpreter
 
 _HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
@@ -47,18 +44,8 @@ def generated() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def interpreted(generated: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("convcl")
-    cases = []
-    for name, problem in CASES.items():
-        (d / f"{name}_ref.py").write_text(problem.source)
-        (d / f"{name}_cand.py").write_text(generated[name].source)
-        cases.append({"name": name, "problem": str(d / f"{name}_ref.py"), "candidate": str(d / f"{name}_cand.py")})
-    (d / "cases.json").write_text(json.dumps(cases))
-    helper = Path(__file__).with_name("_builtin_check.py")
-    proc = subprocess.run([sys.executable, str(helper), str(d / "cases.json")], capture_output=True, text=True,
-                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    pairs = {name: (problem.source, generated[name].source) for name, problem in CASES.items()}
+    return run_on_interpreter(tmp_path_factory.mktemp("convcl"), pairs)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -4,11 +4,6 @@ fresh random inputs). Other convolutions (dense, grouped, transposed) stay torch
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +11,8 @@ import pytest
 from tritonsmith.agents.base import Candidate, GenerationRequest
 from tritonsmith.agents.builtin import BuiltinGenerator, summarize
 from tritonsmith.problem import Problem
+
+from _builtin_check import run_on_interpreter
 
 _HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
@@ -60,21 +57,8 @@ def generated() -> dict[str, Candidate]:
 @pytest.fixture(scope="module")
 def interpreted(generated: dict[str, Candidate], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """All candidates checked in one interpreter subprocess (startup dominates the cost)."""
-    d = tmp_path_factory.mktemp("builtin_dwconv")
-    cases = []
-    for name, problem in CASES.items():
-        cand = generated[name]
-        if cand.source is None:
-            continue
-        (d / f"{name}_ref.py").write_text(problem.source)
-        (d / f"{name}_cand.py").write_text(cand.source)
-        cases.append({"name": name, "problem": str(d / f"{name}_ref.py"), "candidate": str(d / f"{name}_cand.py")})
-    (d / "cases.json").write_text(json.dumps(cases))
-    helper = Path(__file__).with_name("_builtin_check.py")
-    proc = subprocess.run([sys.executable, str(helper), str(d / "cases.json")],
-                          env={**os.environ, "TRITON_INTERPRET": "1"}, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    pairs = {name: (problem.source, generated[name].source) for name, problem in CASES.items()}
+    return run_on_interpreter(tmp_path_factory.mktemp("builtin_dwconv"), pairs)
 
 
 def _kernel(src: str, name: str) -> str:

@@ -3,7 +3,6 @@ interpreter against the reference (atol = rtol = 1e-4, two trials of fresh rando
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,6 +15,8 @@ from tritonsmith.agents.base import Attempt, Candidate, GenerationRequest, Gener
 from tritonsmith.agents.builtin import BuiltinGenerator, summarize
 from tritonsmith.problem import Problem
 from tritonsmith.tools._results import EvalResult, EvalStatus
+
+from _builtin_check import run_on_interpreter
 
 _HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 
@@ -90,22 +91,8 @@ def generated() -> dict[str, Candidate]:
 @pytest.fixture(scope="module")
 def interpreted(generated: dict[str, Candidate], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """All candidates checked in one interpreter subprocess (startup dominates the cost)."""
-    d = tmp_path_factory.mktemp("builtin")
-    cases = []
-    for name, (problem, _, _) in CASES.items():
-        cand = generated[name]
-        if cand.source is None:
-            continue
-        (d / f"{name}_ref.py").write_text(problem.source)
-        (d / f"{name}_cand.py").write_text(cand.source)
-        cases.append({"name": name, "problem": str(d / f"{name}_ref.py"), "candidate": str(d / f"{name}_cand.py")})
-    (d / "cases.json").write_text(json.dumps(cases))
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    helper = Path(__file__).with_name("_builtin_check.py")
-    proc = subprocess.run([sys.executable, str(helper), str(d / "cases.json")], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    pairs = {name: (problem.source, generated[name].source) for name, (problem, _, _) in CASES.items()}
+    return run_on_interpreter(tmp_path_factory.mktemp("builtin"), pairs)
 
 
 def test_is_a_generator() -> None:
@@ -270,19 +257,8 @@ def _forced_source(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def forced_interpreted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    d = tmp_path_factory.mktemp("builtin_forced")
-    cases = []
-    for name, (problem, _, _) in FORCED.items():
-        (d / f"{name}_ref.py").write_text(problem.source)
-        (d / f"{name}_cand.py").write_text(_forced_source(name))
-        cases.append({"name": name, "problem": str(d / f"{name}_ref.py"), "candidate": str(d / f"{name}_cand.py")})
-    (d / "cases.json").write_text(json.dumps(cases))
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    helper = Path(__file__).with_name("_builtin_check.py")
-    proc = subprocess.run([sys.executable, str(helper), str(d / "cases.json")], env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    pairs = {name: (problem.source, _forced_source(name)) for name, (problem, _, _) in FORCED.items()}
+    return run_on_interpreter(tmp_path_factory.mktemp("builtin_forced"), pairs)
 
 
 @pytest.mark.parametrize("name", list(FORCED))
