@@ -362,14 +362,14 @@ def _direct_loop(s: _MM, ap: str, bp: str, bk: int) -> str:
 """
 
 
-def _split3_dims(s: _MM, bm: int, bn: int, kp: int) -> tuple[int, int, int, int]:
-    """(padded M, padded N, batches of the A split, batches of the B split)."""
+def _staged_dims(s: _MM, bm: int, bn: int, kp: int) -> tuple[int, int, int, int]:
+    """(padded M, padded N, batches of the staged A, batches of the staged B): the scratch both stagings fill."""
     mp, np_ = -(-s.m // bm) * bm, -(-s.n // bn) * bn
     return mp, np_, (s.bsz if s.a[1][0] else 1), (s.bsz if s.b[1][0] else 1)
 
 
 def _split3_loop(s: _MM, bm: int, bn: int, kp: int) -> str:
-    mp, np_, ba, bb = _split3_dims(s, bm, bn, kp)
+    mp, np_, ba, bb = _staged_dims(s, bm, bn, kp)
     sa = f"bid * {mp * 2 * kp} + " if ba > 1 else ""
     sb = f"bid * {2 * kp * np_} + " if bb > 1 else ""
     return f"""    # wa = [A_hi | A_lo] ({mp} x {2 * kp} per batch), wb = [B_hi; B_lo] ({2 * kp} x {np_}): padded, no masks.
@@ -389,7 +389,7 @@ def _split3_loop(s: _MM, bm: int, bn: int, kp: int) -> str:
 
 
 def _padded_loop(s: _MM, bm: int, bn: int, kp: int) -> str:
-    mp, np_, ba, bb = _split3_dims(s, bm, bn, kp)
+    mp, np_, ba, bb = _staged_dims(s, bm, bn, kp)
     sa = f"bid * {mp * kp} + " if ba > 1 else ""
     sb = f"bid * {kp * np_} + " if bb > 1 else ""
     return f"""    # wa ({mp} x {kp} per batch) and wb ({kp} x {np_}): zero-padded copies whose rows start on 16-element
@@ -412,7 +412,7 @@ def _staged_launcher(w: _Writer, s: _MM, helper: str, bm: int, bn: int, bk: int,
     """Stage both operands into zero-padded scratch with ``helper`` (``_tf32_split_kernel``: hi/lo parts,
     twice the width; ``_pad_copy_kernel``: a plain copy), then launch the matmul on the scratch."""
     kp = -(-s.k // bk) * bk
-    mp, np_, ba, bb = _split3_dims(s, bm, bn, kp)
+    mp, np_, ba, bb = _staged_dims(s, bm, bn, kp)
     args = [f"a{w.bases.index(s.a[0])}", f"a{w.bases.index(s.b[0])}"]
     (sab, sam, sak), (sbb, sbk, sbn) = s.a[1], s.b[1]
     pre, parts = 64, 2 if helper == "_tf32_split_kernel" else 1
