@@ -97,3 +97,22 @@ def test_rounds_stop_on_a_tight_confidence_interval_or_the_cap(monkeypatch):
     assert _bench._done(40, noisy, target_ms=0.0, spent_s=_bench._BUDGET_S + 1)  # the budget ends it
     assert _bench._done(_bench._MAX_REPS, noisy, target_ms=0.0, spent_s=0.0)
     assert not _bench._done(30, steady, target_ms=1e6, spent_s=0.0)  # 150 ms of calls first (long kernels)
+
+
+def test_a_call_the_sleep_did_not_cover_is_timed_again_with_a_longer_sleep(monkeypatch):
+    """The GPU left the sleep before the host returned: the events would time Python. Drop and retry."""
+    monkeypatch.setattr(_bench, "_cycles_per_ms", lambda: 1000.0)
+    seen: list[int] = []
+
+    def fake_one(fn, args, flush, cycles, keep=False):
+        seen.append(cycles)
+        return float(len(seen)), 2.0, 0.5, "out", len(seen) >= 3
+
+    monkeypatch.setattr(_bench, "_one", fake_one)
+    ev, _, _, out, cycles = _bench._covered_call(lambda a: None, [], None, 100, keep=True)
+    assert seen == [100, 200, 400] and cycles == 400
+    assert ev == 3.0 and out == "out"  # the covered sample is the one kept
+    seen.clear()
+    monkeypatch.setattr(_bench, "_one", lambda *a, **k: (seen.append(1) or 1.0, 2.0, 0.5, None, False))
+    _bench._covered_call(lambda a: None, [], None, 100, keep=False)
+    assert len(seen) == _bench._SLEEP_RETRIES + 1  # bounded: the last sample is kept

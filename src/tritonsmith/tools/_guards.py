@@ -120,7 +120,7 @@ class LaunchCounter:
             if not kwargs.get("warmup", False):
                 counter.launches += 1
                 counter.names.add(getattr(getattr(self, "fn", None), "__name__", "") or getattr(self, "__name__", ""))
-                if counter.home_stream is not None and _current_stream() != counter.home_stream:
+                if counter.home_stream is not None and _on_foreign_stream(counter.home_stream):
                     counter.foreign_streams += 1
                 if counter.suppress:
                     return None
@@ -134,10 +134,12 @@ class LaunchCounter:
         return run
 
 
-def _current_stream() -> int:
+def _on_foreign_stream(home: int) -> bool:
+    """Launching on a stream other than ``home``; CUDA-graph capture (Triton's own autotuner can benchmark
+    that way, on a capture stream of its own) does not run anything and does not count."""
     import torch
 
-    return torch.cuda.current_stream().cuda_stream
+    return torch.cuda.current_stream().cuda_stream != home and not torch.cuda.is_current_stream_capturing()
 
 
 def _launch_classes() -> list[type]:

@@ -103,6 +103,10 @@ def sample_agrees(c: Any, r: torch.Tensor) -> bool:
     return int(bad.sum()) <= _WRONG_SHARE * flat_r.numel()
 
 
+class CensusUnavailable(RuntimeError):
+    """The profiler recorded no GPU activity (no CUPTI, or profiling not permitted)."""
+
+
 @dataclass(frozen=True)
 class StreamCensus:
     """What one profiled call of the candidate ran on the GPU."""
@@ -122,7 +126,7 @@ def stream_census(events: Iterable[Any], marker_name: str, triton_names: set[str
     gpu = sorted((e for e in events if _is_gpu(e)), key=lambda e: e.start_ns())
     marker = [e for e in gpu if marker_name in e.name()]
     if not marker:
-        raise RuntimeError(f"the profiled call has no {marker_name!r} marker kernel: the stream census cannot run")
+        raise CensusUnavailable(f"the profile holds no {marker_name!r} marker kernel")
     home = marker[0].device_resource_id()
     mine = [e for e in gpu if e is not marker[0]]
     foreign = tuple(f"{e.name()[:60]} (stream {e.device_resource_id()})" for e in mine if e.device_resource_id() != home)
