@@ -165,12 +165,17 @@ class _Checker:
     def before_round(self, r: int, args: list[Any]) -> None:
         if r != self._profile_at:
             return
+        job = self._job
+        resume = (job.stage_name, job._stage_key)
+        job.stage("benchmark: stream census (one profiled call)", key="checks_census")
         try:
-            self.census = tc.profile_call(lambda: self._candidate(args), self._job.guards.counter.names)
+            self.census = tc.profile_call(lambda: self._candidate(args), job.guards.counter.names)
         except tc.CensusUnavailable as exc:  # no CUPTI here: the launch hook still checks Triton's streams
-            self._job.guards.notes.append(f"stream census unavailable ({exc}); Triton launches checked only")
-            return
-        tc.check_streams(self.census)
+            job.guards.notes.append(f"stream census unavailable ({exc}); Triton launches checked only")
+        finally:
+            job.stage(*resume)
+        if self.census is not None:
+            tc.check_streams(self.census)
 
     def after_round(self, r: int, cand_out: Any, ref_out: Any) -> None:
         self.rounds.check_reuse(cand_out)
@@ -223,21 +228,10 @@ def _verify_timed_outputs(outputs: dict[int, Any], expected: list[list[Any]]) ->
 
 
 def _relative_error(c: Any, r: Any) -> float:
-    """||c - r|| / ||r|| in float64, a chunk at a time: no float64 copies of multi-GB outputs.
+    """||c - r|| / ||r|| in float64, chunked (see ``_compare.relative_error``)."""
+    from tritonsmith.tools._compare import relative_error
 
-    NaN where either holds NaN (then the comparison above fails); a dtype mismatch counts as an error.
-    """
-    if c.dtype != r.dtype or c.device != r.device:
-        return float("inf")
-    flat_c, flat_r = c.reshape(-1), r.reshape(-1)
-    diff_sq = torch.zeros((), dtype=torch.float64, device=r.device)
-    ref_sq = torch.zeros((), dtype=torch.float64, device=r.device)
-    for lo in range(0, flat_r.numel(), _VERIFY_CHUNK):
-        rc = flat_r[lo:lo + _VERIFY_CHUNK].double()
-        cc = flat_c[lo:lo + _VERIFY_CHUNK].double()
-        diff_sq += (cc - rc).square().sum()
-        ref_sq += rc.square().sum()
-    return float(diff_sq.sqrt()) / (float(ref_sq.sqrt()) or 1.0)
+    return relative_error(c, r, chunk=_VERIFY_CHUNK)
 
 
 def _elementwise_close(c: Any, r: Any) -> bool:

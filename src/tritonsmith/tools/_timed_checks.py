@@ -46,7 +46,7 @@ class RoundChecker:
 
     def __init__(self) -> None:
         self.rounds = 0
-        self.wrong: list[int] = []
+        self._shares: list[tuple[int, torch.Tensor | float]] = []
         self._held: list[list[torch.Tensor]] = []
 
     def check_reuse(self, cand_out: Any) -> None:
@@ -61,22 +61,27 @@ class RoundChecker:
         self._held = (self._held + [tensors])[-_HELD_OUTPUTS:]
 
     def compare(self, cand_out: Any, ref_out: Any) -> None:
-        """Sampled comparison of one timed call's outputs with the reference's for the same inputs."""
+        """Sampled comparison of one timed call's outputs with the reference's for the same inputs.
+
+        The verdict stays on the device until :meth:`verdict` (no synchronization per round)."""
         self.rounds += 1
         got, want = flatten_outputs(cand_out), flatten_outputs(ref_out)
         if len(got) != len(want):
-            self.wrong.append(self.rounds)
+            self._shares.append((self.rounds, 1.0))
             return
-        for c, r in zip(got, want, strict=True):
-            if isinstance(r, torch.Tensor) and not sample_agrees(c, r):
-                self.wrong.append(self.rounds)
-                return
+        shares = [sample_bad_share(c, r) for c, r in zip(got, want, strict=True) if isinstance(r, torch.Tensor)]
+        if shares:
+            worst = shares[0] if len(shares) == 1 else torch.stack([torch.as_tensor(x, dtype=torch.float32,
+                                                                                  device=want[0].device) for x in shares]).max()
+            self._shares.append((self.rounds, worst))
 
     def verdict(self) -> None:
-        if self.wrong:
+        wrong = [r for r, share in self._shares if float(share) > _WRONG_SHARE]
+        self._shares.clear()
+        if wrong:
             raise reject("benchmark_output_wrong", "benchmark", (
-                f"{len(self.wrong)} of {self.rounds} timed calls returned outputs that differ from the reference's "
-                f"for the inputs they were given (first: call {self.wrong[0]}); fresh inputs are written into the "
+                f"{len(wrong)} of {self.rounds} timed calls returned outputs that differ from the reference's "
+                f"for the inputs they were given (first: call {wrong[0]}); fresh inputs are written into the "
                 "same buffers before every timed call, so ModelNew must compute every call from its inputs "
                 "(no cached or memoised results, no behaviour that changes when timed)"))
 
@@ -84,13 +89,14 @@ class RoundChecker:
         self._held.clear()
 
 
-def sample_agrees(c: Any, r: torch.Tensor) -> bool:
-    """Whether at most ``_WRONG_SHARE`` of a random sample of ``c`` lies outside a loose bound around ``r``."""
+def sample_bad_share(c: Any, r: torch.Tensor) -> torch.Tensor | float:
+    """The share of a random sample of ``c`` outside a loose bound around ``r`` (1.0 on a structural
+    mismatch); a 0-d tensor on ``r``'s device, so no synchronization is needed to compute it."""
     if not isinstance(c, torch.Tensor) or c.shape != r.shape or c.dtype != r.dtype or c.device != r.device:
-        return False
+        return 1.0
     n = r.numel()
     if n == 0:
-        return True
+        return 0.0
     flat_c, flat_r = c.reshape(-1), r.reshape(-1)
     if n > _SAMPLE:
         idx = torch.randint(0, n, (_SAMPLE,), device=r.device)
@@ -100,7 +106,12 @@ def sample_agrees(c: Any, r: torch.Tensor) -> bool:
         bad = ~torch.isclose(flat_c, flat_r, atol=tol, rtol=tol, equal_nan=True)
     else:
         bad = flat_c != flat_r
-    return int(bad.sum()) <= _WRONG_SHARE * flat_r.numel()
+    return bad.float().mean()
+
+
+def sample_agrees(c: Any, r: torch.Tensor) -> bool:
+    """Whether at most ``_WRONG_SHARE`` of a random sample of ``c`` lies outside a loose bound around ``r``."""
+    return float(sample_bad_share(c, r)) <= _WRONG_SHARE
 
 
 class CensusUnavailable(RuntimeError):
