@@ -68,7 +68,7 @@ def main() -> None:
 
     from tritonsmith.agents.base import GenerationRequest
     from tritonsmith.agents.builtin import BuiltinGenerator
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
     out = Path(os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from tritonsmith.problem import Problem, ProblemError, load_problem
+from tritonsmith.core.problem import Problem, ProblemError, load_problem
 
 SOURCE = """
 import torch

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith._version import code_version, source_digest
+from tritonsmith.core.version import code_version, source_digest
 
 
 def test_source_digest_follows_the_code_not_the_git_metadata(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_code_version_names_the_commit_and_the_source_digest(monkeypatch: pytest
     import subprocess
 
     import tritonsmith
-    from tritonsmith import _version
+    from tritonsmith.core import version as _version
 
     def describe(*args: object, **kwargs: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(args, 0, stdout="1a2b3c4.dirty\n", stderr="")

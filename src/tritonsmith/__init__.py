@@ -25,25 +25,25 @@ __all__ = [
 ]
 
 _LAZY = {
-    "KernelContext": "tritonsmith.config",
-    "Settings": "tritonsmith.config",
+    "KernelContext": "tritonsmith.core.settings",
+    "Settings": "tritonsmith.core.settings",
     "build_kernel_graph": "tritonsmith.graphs.builder",
     "compile_kernel_graph": "tritonsmith.graphs.builder",
     "optimize": "tritonsmith.graphs.optimizer",
-    "EvalResult": "tritonsmith.tools._results",
-    "EvalStatus": "tritonsmith.tools._results",
-    "Problem": "tritonsmith.problem",
-    "ProblemError": "tritonsmith.problem",
+    "EvalResult": "tritonsmith.core.results",
+    "EvalStatus": "tritonsmith.core.results",
+    "Problem": "tritonsmith.core.problem",
+    "ProblemError": "tritonsmith.core.problem",
     "evaluate": "tritonsmith.tools.evaluate",
-    "load_problem": "tritonsmith.problem",
+    "load_problem": "tritonsmith.core.problem",
 }
 
 if TYPE_CHECKING:
-    from tritonsmith.config import KernelContext, Settings
+    from tritonsmith.core.settings import KernelContext, Settings
     from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph
     from tritonsmith.graphs.optimizer import optimize
-    from tritonsmith.problem import Problem, ProblemError, load_problem
-    from tritonsmith.tools._results import EvalResult, EvalStatus
+    from tritonsmith.core.problem import Problem, ProblemError, load_problem
+    from tritonsmith.core.results import EvalResult, EvalStatus
     from tritonsmith.tools.evaluate import evaluate
 
 

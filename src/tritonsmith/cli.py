@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonsmith.problem import ProblemError
+from tritonsmith.core.problem import ProblemError
 
 app = typer.Typer(
     name="tritonsmith",

@@ -15,7 +15,7 @@ import pytest
 import tritonsmith.tools.evaluate as evaluate_module
 from tritonsmith.tools._checks import StaticReport
 from tritonsmith.tools.evaluate import evaluate
-from tritonsmith.tools._results import EvalResult, EvalStatus
+from tritonsmith.core.results import EvalResult, EvalStatus
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.problem import ProblemError
+from tritonsmith.core.problem import ProblemError
 from tritonsmith.tools.evaluate import CPU_TIMING_NOTE, evaluate
-from tritonsmith.tools._results import EvalResult, EvalStatus
+from tritonsmith.core.results import EvalResult, EvalStatus
 
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
 
@@ -199,7 +199,7 @@ def test_an_exact_kernel_for_a_constant_output_is_not_called_input_blind(tmp_pat
     problem was rejected this way)."""
     from tritonsmith.agents.base import GenerationRequest
     from tritonsmith.agents.builtin import BuiltinGenerator
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
     problem = Problem.from_source(CONSTANT_GROUPNORM, name="constant_groupnorm")
     candidate = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=1, device="cpu"))

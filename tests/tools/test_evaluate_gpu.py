@@ -13,7 +13,7 @@ import torch
 
 import tritonsmith.tools.evaluate as evaluate_module
 from tritonsmith.tools._checks import StaticReport
-from tritonsmith.tools._results import EvalStatus
+from tritonsmith.core.results import EvalStatus
 from tritonsmith.tools.evaluate import evaluate
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

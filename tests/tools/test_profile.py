@@ -11,7 +11,7 @@ import pytest
 
 from tritonsmith.tools._aot import KernelFacts
 from tritonsmith.tools._ncu import NcuKernel, NcuReport, parse_ncu_csv, run_ncu
-from tritonsmith.tools._results import Timing
+from tritonsmith.core.results import Timing
 from tritonsmith.tools._sol import datasheet_ceilings, speed_of_light, work_count
 from tritonsmith.tools._torch_profile import summarize_kernels
 from tritonsmith.tools.profile import (ImplProfile, ProfileReport, ProfileStatus, hint_codes, profile_kernel,
@@ -125,7 +125,7 @@ def test_launcher_needing_data_falls_back_to_scaled_cpu_tensors() -> None:
 
 
 def _gpu_report(**changes: object) -> ProfileReport:
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
     work = work_count(Problem.from_source(PROBLEM).inspect())
     ceilings = datasheet_ceilings("NVIDIA H200")
@@ -272,7 +272,7 @@ def test_gpu_profile_orchestration_overlaps_ncu_start_and_cancels_on_failure(
     """The timing worker is faked: ncu (faked too) starts with it, profiles only after it, or is cancelled."""
     import sys
 
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
     from tritonsmith.tools import profile as prof
 
     csv_file = tmp_path / "out.csv"
@@ -317,8 +317,8 @@ def test_gpu_profile_prestarts_the_worker_before_loading_the_problem(monkeypatch
     from tritonsmith.tools import profile as prof
 
     calls: list[str] = []
-    monkeypatch.setattr(evaluate, "_gpu_likely", lambda: device_node)
-    monkeypatch.setattr(evaluate, "resolve_device", lambda device: (calls.append("resolve"), "cuda")[1])
+    monkeypatch.setattr(prof, "gpu_likely", lambda: device_node)
+    monkeypatch.setattr(prof, "resolve_device", lambda device: (calls.append("resolve"), "cuda")[1])
     monkeypatch.setattr(evaluate, "prestart_worker", lambda device: calls.append(f"prestart {device}"))
     real_load = prof.load_problem
     monkeypatch.setattr(prof, "load_problem", lambda p: (calls.append("load"), real_load(p))[1])

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tritonsmith.tools import _sandbox, _zygote
-from tritonsmith.tools._results import EvalStatus
+from tritonsmith.core.results import EvalStatus
 from tritonsmith.tools.evaluate import _worker_env, evaluate
 
 LAUNCHERS = ["zygote", "spawn"]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 from tritonsmith.tools._sol import (
     DeviceCeilings,
     ceilings_for,

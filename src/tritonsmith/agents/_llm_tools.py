@@ -10,7 +10,7 @@ from langchain_core.tools import BaseTool, StructuredTool, tool
 
 if TYPE_CHECKING:
     from tritonsmith.graphs.ports import KernelProfiler, KernelStore
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
 __all__ = ["SUBMIT_TOOL_NAME", "kernel_search_tool", "profiler_tool", "submit_kernel"]
 

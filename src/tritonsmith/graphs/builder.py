@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from tritonsmith.config import KernelContext
+from tritonsmith.core.settings import KernelContext
 from tritonsmith.graphs._resolve import GraphDeps
 from tritonsmith.graphs.nodes import KernelNodes
 from tritonsmith.graphs.routing import route_after_decide

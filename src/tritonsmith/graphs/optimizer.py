@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tritonsmith.config import GeneratorChoice, KernelContext, Settings
+from tritonsmith.core.settings import GeneratorChoice, KernelContext, Settings
 from tritonsmith.graphs.builder import compile_kernel_graph
 from tritonsmith.graphs.nodes import spec_from_problem
 from tritonsmith.graphs.state import AttemptRecord, KernelState
-from tritonsmith.tools._results import EvalResult
+from tritonsmith.core.results import EvalResult
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from langgraph.types import Checkpointer
 
     from tritonsmith.agents.base import Generator
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
 __all__ = ["AttemptSummary", "OptimizeResult", "ProgressEvent", "optimize"]
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from tritonsmith.problem import Problem
-    from tritonsmith.tools._results import EvalResult
+    from tritonsmith.core.problem import Problem
+    from tritonsmith.core.results import EvalResult
 
 __all__ = [
     "Evaluator",

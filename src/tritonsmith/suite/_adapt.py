@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tritonsmith.suite._task import OptimizeOutcome
-from tritonsmith.tools._results import EvalStatus
+from tritonsmith.core.results import EvalStatus
 
 _VERDICTS = {s.value for s in EvalStatus}
 

@@ -15,9 +15,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from tritonsmith.problem import Problem, ProblemError
+from tritonsmith.core.problem import Problem, ProblemError
 from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, ProblemRecord, write_atomic
-from tritonsmith.tools._results import EvalResult
+from tritonsmith.core.results import EvalResult
 
 log = logging.getLogger(__name__)
 

@@ -365,8 +365,8 @@ class _CandidateError(Exception):
 
 def _record_forward(spec: dict[str, Any]) -> tuple[list[_Launch], str | None]:
     """Run ModelNew's forward once with launches intercepted: on ``meta`` at full size, else on CPU scaled."""
-    from tritonsmith._modload import import_file
-    from tritonsmith._problem_meta import exec_reference
+    from tritonsmith.core.modload import import_file
+    from tritonsmith.core.problem_meta import exec_reference
 
     source = Path(spec["problem_path"]).read_text()
     try:
@@ -395,7 +395,7 @@ def _record_forward(spec: dict[str, Any]) -> tuple[list[_Launch], str | None]:
 def _run_recorded(module: Any, ref: Any, spec: dict[str, Any], device: str) -> list[_Launch]:
     import torch
 
-    from tritonsmith._problem_meta import instantiate
+    from tritonsmith.core.problem_meta import instantiate
 
     cls = getattr(module, "ModelNew", None)
     if not isinstance(cls, type):
@@ -412,7 +412,7 @@ def _run_recorded(module: Any, ref: Any, spec: dict[str, Any], device: str) -> l
 
 
 def _scaled_source(spec: dict[str, Any]) -> tuple[str, str] | None:
-    from tritonsmith.problem import Problem, ProblemError
+    from tritonsmith.core.problem import Problem, ProblemError
 
     try:
         scaled = Problem.from_source(Path(spec["problem_path"]).read_text(), name=spec["problem_name"]).scaled()

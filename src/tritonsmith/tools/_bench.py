@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tritonsmith._problem_meta import flatten_outputs
+from tritonsmith.core.problem_meta import flatten_outputs
 from tritonsmith.tools._guards import live_threads, reject
 
 if TYPE_CHECKING:

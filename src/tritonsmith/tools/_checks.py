@@ -23,7 +23,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tritonsmith.tools._results import TorchOpUse, Violation
+from tritonsmith.core.results import TorchOpUse, Violation
 
 POLICIES = ("hybrid", "strict")
 DEFAULT_POLICY = "hybrid"

@@ -257,7 +257,8 @@ def default_integrity(counter_installed: bool = True) -> Integrity:
         if name in sys.modules:
             guard.watch(name, sys.modules[name])
     for name in sorted(sys.modules):
-        if name.startswith(("tritonsmith.tools._", "tritonsmith._problem_meta", "tritonsmith._modload")):
+        if name.startswith(("tritonsmith.tools._", "tritonsmith.core.results", "tritonsmith.core._feedback",
+                             "tritonsmith.core.problem_meta", "tritonsmith.core.modload")):
             guard.watch(name, sys.modules[name])
     guard.snapshot()
     return guard

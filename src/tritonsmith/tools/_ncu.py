@@ -277,7 +277,7 @@ def main(argv: list[str]) -> int:
     import torch
     import triton  # noqa: F401  (imported before the go signal: start-up that needs no GPU)
 
-    from tritonsmith._problem_meta import exec_reference
+    from tritonsmith.core.problem_meta import exec_reference
     from tritonsmith.tools._worker import Job, build_models, input_factory, load_candidate
 
     spec = json.loads(Path(argv[1]).read_text())

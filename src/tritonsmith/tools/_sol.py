@@ -24,8 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tritonsmith.core.paths import cache_dir
+
 if TYPE_CHECKING:
-    from tritonsmith.problem import ProblemInfo
+    from tritonsmith.core.problem import ProblemInfo
 
 log = logging.getLogger(__name__)
 
@@ -147,14 +149,6 @@ def datasheet_ceilings(device_name: str) -> DeviceCeilings | None:
             return DeviceCeilings(device_name=device_name, bandwidth_gbs=bandwidth, matmul_tflops=dict(rates),
                                   source="datasheet", note=f"NVIDIA datasheet peaks for {key} (dense)")
     return None
-
-
-def cache_dir() -> Path:
-    """Per-user cache directory of tritonsmith (``$TRITONSMITH_CACHE_DIR`` overrides it)."""
-    if env := os.environ.get("TRITONSMITH_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tritonsmith"
 
 
 def load_cached_ceilings(device_name: str) -> DeviceCeilings | None:

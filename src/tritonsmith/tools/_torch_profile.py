@@ -121,7 +121,7 @@ def profile_forward(label: str, fn: Callable[[], Any], triton_names: set[str]) -
 # -- worker ---------------------------------------------------------------------------------------------
 
 def main(argv: list[str]) -> int:
-    from tritonsmith.problem import ProblemError
+    from tritonsmith.core.problem import ProblemError
 
     spec = json.loads(Path(argv[1]).read_text())
     try:
@@ -138,7 +138,7 @@ def main(argv: list[str]) -> int:
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from tritonsmith._problem_meta import exec_reference
+    from tritonsmith.core.problem_meta import exec_reference
     from tritonsmith.tools._bench import _input_sets
     from tritonsmith.tools._errors import CandidateFailure
     from tritonsmith.tools._sol import ceilings_for
@@ -220,7 +220,7 @@ def _compare(out: Any, ref_model: Any, args: list[Any]) -> dict[str, Any]:
     """A quick sanity check (the evaluator is the judge): max abs error of each output vs the reference."""
     import torch
 
-    from tritonsmith._problem_meta import flatten_outputs
+    from tritonsmith.core.problem_meta import flatten_outputs
 
     with torch.no_grad():
         ref = flatten_outputs(ref_model(*args))

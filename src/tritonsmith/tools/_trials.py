@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from tritonsmith._problem_meta import flatten_outputs
+from tritonsmith.core.problem_meta import flatten_outputs
 from tritonsmith.tools import _guards as guards
 from tritonsmith.tools._compare import compare
 

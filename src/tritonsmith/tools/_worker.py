@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tritonsmith._modload import import_file
-from tritonsmith._problem_meta import check_inputs, exec_reference, flatten_outputs, reference_inputs
-from tritonsmith.problem import ProblemError
+from tritonsmith.core.modload import import_file
+from tritonsmith.core.problem_meta import check_inputs, exec_reference, flatten_outputs, reference_inputs
+from tritonsmith.core.problem import ProblemError
 from tritonsmith.tools._errors import CandidateFailure, describe, is_compile_error
 from tritonsmith.tools._guards import Guards
 

@@ -58,7 +58,7 @@ _MAX_FAILURES = 3
 _BASE_MODULES = (
     "torch", "torch.nn.functional", "numpy", "triton", "triton.language",
     "tritonsmith.tools._worker", "tritonsmith.tools._trials", "tritonsmith.tools._guards",
-    "tritonsmith.tools._compare", "tritonsmith.tools._errors", "tritonsmith._problem_meta", "tritonsmith._modload",
+    "tritonsmith.tools._compare", "tritonsmith.tools._errors", "tritonsmith.core.problem_meta", "tritonsmith.core.modload",
 )
 _CPU_MODULES = ("triton.runtime.interpreter",)
 _COMPILE_MODULES = (

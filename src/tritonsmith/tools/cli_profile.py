@@ -30,7 +30,7 @@ def profile_command(
     from rich.console import Console
 
     from tritonsmith.cli import resolve_path
-    from tritonsmith.problem import ProblemError
+    from tritonsmith.core.problem import ProblemError
     from tritonsmith.tools.profile import profile_kernel
 
     console = Console()

@@ -34,11 +34,13 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from tritonsmith._modload import write_source
-from tritonsmith.problem import Problem, ProblemError, load_problem
+from tritonsmith.core.device import gpu_likely as _gpu_likely
+from tritonsmith.core.device import resolve_device
+from tritonsmith.core.modload import write_source
+from tritonsmith.core.problem import Problem, ProblemError, load_problem
 from tritonsmith.tools._checks import DEFAULT_POLICY, POLICIES, StaticReport, check_source
 from tritonsmith.tools._compare import TOLERANCES
-from tritonsmith.tools._results import (
+from tritonsmith.core.results import (
     BenchmarkReport,
     ChecksReport,
     CorrectnessReport,
@@ -144,13 +146,6 @@ def prestart_worker(device: Device = "auto") -> None:
     prestart(dev, _worker_env(dev))
 
 
-def _gpu_likely() -> bool:
-    """Whether a CUDA GPU is probably usable, from the device nodes alone (no torch, no driver call)."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", "unset").strip() in ("", "-1"):
-        return False
-    return Path("/dev/nvidiactl").exists()
-
-
 def _static_checks(source: str, reference: str, policy: str) -> tuple[StaticReport, float]:
     start = time.perf_counter()
     report = check_source(source, policy=policy, reference_source=reference)
@@ -172,21 +167,6 @@ def _apply_static(result: EvalResult, static: StaticReport, policy: str, static_
         return dataclasses.replace(result, status=EvalStatus.REJECTED, rule=first.rule, checks=checks, benchmark=None,
                                    message=f"rejected ({rules}): {first.message}", error=detail)
     return dataclasses.replace(result, checks=checks, message=f"{result.message} (it also breaks rule(s): {rules})")
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` picks CUDA when a GPU is visible. Asking for CUDA without one is an error."""
-    if device not in ("auto", "cpu", "cuda"):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', not {device!r}")
-    if device == "cpu":
-        return "cpu"
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if device == "cuda":
-        raise ValueError("device='cuda' but no CUDA GPU is visible; use device='cpu' for the Triton interpreter")
-    return "cpu"
 
 
 def _check_arguments(*, trials: int, tolerance: str, dtype: str | None) -> None:

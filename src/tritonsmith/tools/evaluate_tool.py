@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from tritonsmith.problem import ProblemError
+from tritonsmith.core.problem import ProblemError
 
 if TYPE_CHECKING:
-    from tritonsmith.problem import Problem
-    from tritonsmith.tools._results import EvalResult
+    from tritonsmith.core.problem import Problem
+    from tritonsmith.core.results import EvalResult
 
 __all__ = ["evaluate_kernel_tool", "make_evaluate_tool"]
 

@@ -23,11 +23,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from tritonsmith._modload import write_source
-from tritonsmith.problem import Problem, ProblemError, load_problem
+from tritonsmith.core.device import gpu_likely, resolve_device
+from tritonsmith.core.modload import write_source
+from tritonsmith.core.problem import Problem, ProblemError, load_problem
 from tritonsmith.tools._aot import KernelFacts
 from tritonsmith.tools._ncu import GO_CANDIDATE, GO_REFERENCE, NcuJob, NcuKernel, NcuReport, run_process
-from tritonsmith.tools._results import Timing, _to_jsonable
+from tritonsmith.core.results import Timing, to_jsonable
 from tritonsmith.tools._sol import DeviceCeilings, SpeedOfLight, WorkCount, ceilings_for, speed_of_light, work_count
 from tritonsmith.tools._torch_profile import ForwardBreakdown, breakdown_from_dict
 
@@ -89,7 +90,7 @@ class ProfileReport:
         return next((i for i in self.impls if i.label == label), None)
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(dataclasses.asdict(self))
+        return to_jsonable(dataclasses.asdict(self))
 
     def feedback(self, limit: int = 2500) -> str:
         """The summary plus the per-kernel details, cut to ``limit`` characters."""
@@ -123,10 +124,10 @@ def profile_kernel(
     ahead of time for ``target_gpu``/``arch``, default an H200 and sm_90). ``compiled`` adds
     torch.compile of the reference. Raises :class:`ProblemError` only when the reference is broken.
     """
-    from tritonsmith.tools.evaluate import _gpu_likely, prestart_worker, resolve_device
+    from tritonsmith.tools.evaluate import prestart_worker
 
     started = time.perf_counter()
-    early = device != "cpu" and _gpu_likely()
+    early = device != "cpu" and gpu_likely()
     if early:  # before anything here touches CUDA: the worker's imports (~12 s) overlap all of it
         prestart_worker("cuda")
     dev = resolve_device(device)

@@ -16,58 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonsmith._problem_codegen import function_source, module_source
+from tritonsmith.core import problem_meta
+from tritonsmith.core._problem_codegen import function_source, module_source
+from tritonsmith.core._problem_types import ProblemError, ProblemInfo, TensorSpec
 
 __all__ = ["Problem", "ProblemError", "ProblemInfo", "TensorSpec", "load_problem"]
 
 _INSPECT_CACHE: dict[tuple[str, str], ProblemInfo] = {}
 _REQUIRED = {"Model": ast.ClassDef, "get_inputs": ast.FunctionDef, "get_init_inputs": ast.FunctionDef}
-
-
-class ProblemError(ValueError):
-    """The reference problem itself is malformed (the user's input, not the candidate's fault)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TensorSpec:
-    """Shape and dtype of one tensor (or a note for a non-tensor value)."""
-
-    shape: tuple[int, ...]
-    dtype: str
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    def __str__(self) -> str:
-        return f"{self.dtype.removeprefix('torch.')}[{', '.join(map(str, self.shape))}]"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProblemInfo:
-    """What a problem looks like, found by running it on PyTorch's ``meta`` device (no data, no GPU)."""
-
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
-    init_inputs: tuple[Any, ...]
-    parameters: tuple[tuple[str, TensorSpec], ...]
-    flops: int | None
-    ops: tuple[str, ...]
-
-    @property
-    def input_bytes(self) -> int:
-        return sum(s.numel * _itemsize(s.dtype) for s in self.inputs)
-
-    @property
-    def output_bytes(self) -> int:
-        return sum(s.numel * _itemsize(s.dtype) for s in self.outputs)
-
-    @property
-    def parameter_bytes(self) -> int:
-        return sum(s.numel * _itemsize(s.dtype) for _, s in self.parameters)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,10 +94,8 @@ class Problem:
     # -- views ----------------------------------------------------------------------------------
     def inspect(self) -> ProblemInfo:
         """Shapes, dtypes, parameters, FLOPs and the op sequence, traced on the ``meta`` device."""
-        from tritonsmith._problem_meta import inspect_problem
-
         key = (self.name, self.source)
-        info = _INSPECT_CACHE.pop(key, None) or inspect_problem(self)
+        info = _INSPECT_CACHE.pop(key, None) or problem_meta.inspect_problem(self)
         _INSPECT_CACHE[key] = info  # most recent last: a small LRU (tracing an RNN on meta takes 20 s)
         while len(_INSPECT_CACHE) > 64:
             _INSPECT_CACHE.pop(next(iter(_INSPECT_CACHE)))
@@ -155,9 +109,7 @@ class Problem:
         every result computed on it reports the change. Raises :class:`ProblemError` if no scaling of
         the constants keeps the problem valid.
         """
-        from tritonsmith._problem_meta import scale_problem
-
-        return scale_problem(self, max_elements=max_elements, max_flops=max_flops)
+        return problem_meta.scale_problem(self, max_elements=max_elements, max_flops=max_flops)
 
     def with_source(self, source: str, scaling: dict[str, tuple[int, int]] | None) -> Problem:
         return dataclasses.replace(self, source=source, scaling=scaling)
@@ -224,9 +176,3 @@ def _level_from_path(p: Path) -> int | None:
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower() or "problem"
-
-
-def _itemsize(dtype: str) -> int:
-    import torch
-
-    return getattr(torch, dtype.removeprefix("torch."), torch.float32).itemsize

@@ -169,6 +169,23 @@ class Settings:
                     break
         return cls(**values)
 
+    @classmethod
+    def resolve_cached(cls, arguments: KernelContext | None, context: Any, cache: dict[Any, Settings]) -> Settings:
+        """:meth:`resolve`, once per distinct (arguments, run context, environment): every node of a run gets
+        the same object instead of merging and validating the layers again. ``cache`` is the caller's (one
+        per graph); it keeps the latest 32 entries."""
+        try:
+            key = (_layer_key(arguments), _layer_key(context), _env_key(os.environ))
+            hash(key)
+        except TypeError:  # an unhashable value in a context mapping: resolve without caching
+            return cls.resolve(arguments, context)
+        settings = cache.get(key)
+        if settings is None:
+            settings = cache[key] = cls.resolve(arguments, context)
+            while len(cache) > 32:
+                cache.pop(next(iter(cache)))
+        return settings
+
     def public_dict(self) -> dict[str, Any]:
         """The settings with the key masked (for reports and logs)."""
         data = dataclasses.asdict(self)
@@ -182,6 +199,14 @@ def _get(layer: Any, name: str) -> Any:
     if isinstance(layer, Mapping):
         return layer.get(name)
     return getattr(layer, name, None)
+
+
+def _layer_key(layer: Any) -> tuple[Any, ...]:
+    return tuple(_get(layer, f.name) for f in dataclasses.fields(KernelContext))
+
+
+def _env_key(env: Mapping[str, str]) -> tuple[str | None, ...]:
+    return tuple(env.get(k) for keys in ENV.values() for k in keys)
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ def code_version() -> str:
     """
     from tritonsmith import __version__
 
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # the package: src/tritonsmith (this file is core/version.py)
     project = root.parent.parent / "pyproject.toml"  # src/tritonsmith in tritonsmith's own checkout
     if not (project.is_file() and 'name = "tritonsmith"' in project.read_text(encoding="utf-8")):
         return __version__  # installed from a wheel: a git repository around it would be someone else's

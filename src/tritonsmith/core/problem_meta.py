@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from tritonsmith.core._problem_types import ProblemError, ProblemInfo, TensorSpec
+
 if TYPE_CHECKING:
-    from tritonsmith.problem import Problem, ProblemInfo, TensorSpec
+    from tritonsmith.core.problem import Problem
 
 _SCALAR_TYPES = (int, float, bool)
 _MIN_SCALED = 8  # halving stops here: smaller sizes stop exercising masking and tiling
@@ -17,8 +19,6 @@ _MIN_SCALED = 8  # halving stops here: smaller sizes stop exercising masking and
 
 def exec_reference(source: str, name: str) -> types.ModuleType:
     """Execute reference source as a throwaway module (references hold no Triton kernels)."""
-    from tritonsmith.problem import ProblemError
-
     module = types.ModuleType(f"_tritonsmith_ref_{name}")
     try:
         exec(compile(source, f"<reference {name}>", "exec"), module.__dict__)
@@ -30,8 +30,6 @@ def exec_reference(source: str, name: str) -> types.ModuleType:
 def check_inputs(values: Any, what: str, name: str) -> list[Any]:
     """``get_inputs()`` must give a list of tensors and Python scalars."""
     import torch
-
-    from tritonsmith.problem import ProblemError
 
     if not isinstance(values, (list, tuple)):
         raise ProblemError(f"{name}: {what}() must return a list, got {type(values).__name__}")
@@ -46,8 +44,6 @@ def check_inputs(values: Any, what: str, name: str) -> list[Any]:
 def instantiate(module: types.ModuleType, name: str, device: str) -> tuple[Any, list[Any], list[Any]]:
     """Build ``Model(*get_init_inputs())`` and the inputs with factories defaulting to ``device``."""
     import torch
-
-    from tritonsmith.problem import ProblemError
 
     with torch.device(device):
         try:
@@ -68,8 +64,6 @@ def reference_inputs(module: types.ModuleType, name: str, device: str) -> list[A
     """``get_inputs()`` with tensor factories defaulting to ``device`` (no host-side build and copy)."""
     import torch
 
-    from tritonsmith.problem import ProblemError
-
     with torch.device(device):
         try:
             values = check_inputs(module.get_inputs(), "get_inputs", name)
@@ -81,8 +75,6 @@ def reference_inputs(module: types.ModuleType, name: str, device: str) -> list[A
 
 
 def tensor_spec(x: Any) -> TensorSpec:
-    from tritonsmith.problem import TensorSpec
-
     return TensorSpec(shape=tuple(x.shape), dtype=str(x.dtype).removeprefix("torch."))
 
 
@@ -98,8 +90,6 @@ def flatten_outputs(out: Any) -> list[Any]:
 def inspect_problem(problem: Problem) -> ProblemInfo:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
-
-    from tritonsmith.problem import ProblemError, ProblemInfo
 
     module = exec_reference(problem.source, problem.name)
     model, init, inputs = instantiate(module, problem.name, "meta")
@@ -148,8 +138,6 @@ def _record_ops(ops: list[str]) -> Iterator[None]:
 
 def scale_problem(problem: Problem, *, max_elements: int, max_flops: int) -> Problem:
     """Halve size constants >= 2*_MIN_SCALED, biggest first, until the problem fits the budget."""
-    from tritonsmith.problem import ProblemError
-
     tree = ast.parse(problem.source)
     slots = _size_slots(tree)
     original = {k: nodes[0].value for k, nodes in slots.items()}

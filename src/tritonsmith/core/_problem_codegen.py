@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tritonsmith.core._problem_types import ProblemError
+
 _HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
 
@@ -24,8 +26,6 @@ def module_source(
     """Source for ``module`` (class or instance) and, for an instance, the path of its saved weights."""
     import torch
     from torch import nn
-
-    from tritonsmith.problem import ProblemError
 
     cls = module if isinstance(module, type) else type(module)
     if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
@@ -42,8 +42,6 @@ def module_source(
 
 def function_source(fn: Callable[..., Any], inputs: Sequence[Any] | Callable[[], Sequence[Any]]) -> str:
     """Source wrapping ``fn`` in a parameter-free ``Model`` whose forward calls it."""
-    from tritonsmith.problem import ProblemError
-
     if not callable(fn):
         raise ProblemError(f"from_function needs a callable, got {type(fn).__name__}")
     model = (
@@ -60,8 +58,6 @@ def function_source(fn: Callable[..., Any], inputs: Sequence[Any] | Callable[[],
 
 def _object_source(obj: Any, alias: str) -> str:
     """Code that binds ``alias`` to ``obj``: an import when it is importable, else its own source."""
-    from tritonsmith.problem import ProblemError
-
     module_name = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", getattr(obj, "__name__", ""))
     if module_name and module_name != "__main__" and "<" not in qualname and _importable(module_name, qualname, obj):
@@ -106,8 +102,6 @@ def _module_imports(obj: Any) -> str:
 
 
 def _lambda_source(fn: Callable[..., Any]) -> str:
-    from tritonsmith.problem import ProblemError
-
     try:
         line = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
@@ -126,8 +120,6 @@ def _lambda_source(fn: Callable[..., Any]) -> str:
 
 
 def _init_inputs_source(init_inputs: Sequence[Any]) -> str:
-    from tritonsmith.problem import ProblemError
-
     for value in init_inputs:
         if not isinstance(value, (int, float, bool, str, tuple, list, type(None))):
             raise ProblemError(f"init inputs must be plain Python values (ints, floats, tuples), got {type(value).__name__}")
@@ -137,8 +129,6 @@ def _init_inputs_source(init_inputs: Sequence[Any]) -> str:
 def _inputs_source(inputs: Sequence[Any] | Callable[[], Sequence[Any]]) -> str:
     """``get_inputs`` that draws fresh random tensors shaped like the examples (or calls the factory)."""
     import torch
-
-    from tritonsmith.problem import ProblemError
 
     if callable(inputs):
         return _object_source(inputs, "get_inputs")

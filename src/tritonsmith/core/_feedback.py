@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tritonsmith.tools._results import EvalResult
+    from tritonsmith.core.results import EvalResult
 
 
 def format_feedback(result: EvalResult, *, limit: int = 2500) -> str:

@@ -1,4 +1,9 @@
-"""Typed results of an evaluation. Plain dataclasses that round-trip through JSON."""
+"""Typed results of an evaluation, and the attempt that carries one. Plain dataclasses that round-trip
+through JSON.
+
+Every layer reads these (the evaluator writes them; memory, tools, agents, graphs, suite and the CLI read
+them), so they live in ``core`` and import nothing of tritonsmith but the feedback formatter.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from tritonsmith.core._feedback import format_feedback
 
 
 class EvalStatus(StrEnum):
@@ -164,12 +171,10 @@ class EvalResult:
 
     def feedback(self, limit: int = 2500) -> str:
         """A concise account for the generator: what failed and where, or how fast it ran."""
-        from tritonsmith.tools._feedback import format_feedback
-
         return format_feedback(self, limit=limit)
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(dataclasses.asdict(self))
+        return to_jsonable(dataclasses.asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalResult:
@@ -204,11 +209,24 @@ def checks_from_dict(data: dict[str, Any]) -> ChecksReport:
     return ChecksReport(**c)
 
 
-def _to_jsonable(value: Any) -> Any:
+def to_jsonable(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _to_jsonable(v) for k, v in value.items()}
+        return {k: to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_to_jsonable(v) for v in value]
+        return [to_jsonable(v) for v in value]
     if isinstance(value, StrEnum):
         return value.value
     return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One earlier candidate: its code, the evaluator's verdict, and the feedback the generator saw."""
+
+    iteration: int
+    source: str | None
+    result: EvalResult | None
+    feedback: str
+    reward: float
+    generator: str = ""
+    variant: str | None = None
