@@ -1,6 +1,6 @@
 """Benchmark the built-in (no-LLM) generator over KernelBench-format levels 1 and 2.
 
-GPU (the real run; needs tritonsmith.tools.evaluate):
+GPU (the real run; needs tritonsmith.evaluator._evaluate):
     OUT=/tmp/out python benchmarks/builtin_generator.py /path/to/kernelbench-dev --variants 2 --budget-s 420
 Per problem: up to N variants, each evaluated with evaluate(..., device="cuda", trials=5); the next
 variant is chosen from the evaluator's verdicts (refinement without an LLM); the fastest correct one is
@@ -98,10 +98,10 @@ def emit_only(files: list[Path]) -> dict[str, Any]:
 # -- generation + evaluation ----------------------------------------------------------------------
 def _evaluate(problem: Any, source: str, device: str) -> Any:
     try:
-        from tritonsmith.tools.evaluate import evaluate
+        from tritonsmith.evaluator._evaluate import evaluate
     except ImportError:
         if device != "cpu":
-            raise SystemExit("tritonsmith.tools.evaluate is not available: the GPU run needs the evaluator")
+            raise SystemExit("tritonsmith.evaluator._evaluate is not available: the GPU run needs the evaluator")
         return _interpret(problem, source)
     return evaluate(problem, source, device=device, trials=5 if device == "cuda" else 2,
                     benchmark=device == "cuda")

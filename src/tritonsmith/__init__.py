@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from tritonsmith.core.version import __version__  # noqa: F401  (re-exported: tritonsmith.__version__)
 
 __all__ = [
     "KernelContext",
@@ -34,7 +34,7 @@ _LAZY = {
     "EvalStatus": "tritonsmith.core.results",
     "Problem": "tritonsmith.core.problem",
     "ProblemError": "tritonsmith.core.problem",
-    "evaluate": "tritonsmith.tools.evaluate",
+    "evaluate": "tritonsmith.evaluator._evaluate",
     "load_problem": "tritonsmith.core.problem",
 }
 
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from tritonsmith.graphs.optimizer import optimize
     from tritonsmith.core.problem import Problem, ProblemError, load_problem
     from tritonsmith.core.results import EvalResult, EvalStatus
-    from tritonsmith.tools.evaluate import evaluate
+    from tritonsmith.evaluator._evaluate import evaluate
 
 
 def __getattr__(name: str) -> Any:

@@ -60,7 +60,7 @@ def eval_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Check a Triton candidate against its reference and, on a GPU, time it against eager and torch.compile."""
-    from tritonsmith.tools.evaluate import evaluate
+    from tritonsmith.evaluator import evaluate
 
     ref_path, cand_path = resolve_path(reference), resolve_path(candidate)
     try:

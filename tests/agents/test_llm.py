@@ -15,7 +15,7 @@ from tritonsmith.agents.llm import (
 )
 from tritonsmith.agents.prompts import NO_CODE_FEEDBACK, TOOL_BUDGET_SPENT
 from tritonsmith.core.settings import Settings
-from tritonsmith.graphs.ports import RetrievedKernel
+from tritonsmith.tools.ports import RetrievedKernel
 from tritonsmith.graphs.testing import ScriptedChatModel, call_tool, reply, submit
 from tritonsmith.core.problem import Problem
 

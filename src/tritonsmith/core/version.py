@@ -12,6 +12,10 @@ import logging
 import subprocess
 from pathlib import Path
 
+__all__ = ["__version__", "code_version", "source_digest"]
+
+__version__ = "0.1.0"  # the package's version (pyproject.toml says the same)
+
 log = logging.getLogger(__name__)
 
 
@@ -23,8 +27,6 @@ def code_version() -> str:
     The digest names the code that ran even where the git metadata does not: a working tree copied to
     another machine can carry a stale ``.git`` (seen on the GPU machine, a commit behind).
     """
-    from tritonsmith import __version__
-
     root = Path(__file__).resolve().parents[1]  # the package: src/tritonsmith (this file is core/version.py)
     project = root.parent.parent / "pyproject.toml"  # src/tritonsmith in tritonsmith's own checkout
     if not (project.is_file() and 'name = "tritonsmith"' in project.read_text(encoding="utf-8")):

@@ -17,7 +17,7 @@ from langchain_core.tools import BaseTool
 from tritonsmith.agents.base import Generator
 from tritonsmith.agents.llm import LLMConfigurationError, LLMGenerator, pricing_from
 from tritonsmith.core.settings import KernelContext, Settings
-from tritonsmith.graphs.ports import (
+from tritonsmith.tools.ports import (
     Evaluator,
     KernelProfiler,
     KernelStore,

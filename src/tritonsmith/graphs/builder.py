@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from langgraph.types import Checkpointer
 
     from tritonsmith.agents.base import Generator
-    from tritonsmith.graphs.ports import Evaluator, KernelProfiler
+    from tritonsmith.tools.ports import Evaluator, KernelProfiler
 
 __all__ = ["DEFAULT_NAME", "build_kernel_graph", "compile_kernel_graph"]
 
@@ -53,12 +53,12 @@ def build_kernel_graph(
         model: a LangChain chat model (used through :class:`~tritonsmith.agents.llm.LLMGenerator`) or a
             model name; None = from the settings (an LLM when a key/base URL is configured, else the
             built-in generator).
-        memory: a ``KernelMemory`` or :class:`~tritonsmith.graphs.ports.KernelStore`; None opens the
+        memory: a ``KernelMemory`` or :class:`~tritonsmith.tools.ports.KernelStore`; None opens the
             on-disk memory at run time (per the ``use_memory``/``memory_dir`` settings); False = no memory.
         tools: tools offered to the LLM; ``"default"`` = kernel search, profiler and web search.
         context: settings given as arguments; they win over the run context and the environment.
-        profiler: profiles correct kernels on a GPU; ``"default"`` = ``tritonsmith.tools.profile``.
-        evaluator: replaces ``tritonsmith.tools.evaluate.evaluate`` (tests, remote evaluation).
+        profiler: profiles correct kernels on a GPU; ``"default"`` = ``tritonsmith.profiler.profile``.
+        evaluator: replaces ``tritonsmith.evaluator.evaluate`` (tests, remote evaluation).
     """
     arguments = context
     if isinstance(model, str):

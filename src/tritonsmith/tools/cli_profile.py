@@ -10,7 +10,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tritonsmith.tools.profile import ProfileReport
+    from tritonsmith.profiler import ProfileReport
 
 __all__ = ["profile_command", "web_search_command"]
 
@@ -31,7 +31,7 @@ def profile_command(
 
     from tritonsmith.cli import resolve_path
     from tritonsmith.core.problem import ProblemError
-    from tritonsmith.tools.profile import profile_kernel
+    from tritonsmith.profiler import profile_kernel
 
     console = Console()
     problem_path = resolve_path(problem)

@@ -1,6 +1,6 @@
 """Where one forward's GPU time goes (torch.profiler), and the GPU profiling worker.
 
-Worker: ``python -m tritonsmith.tools._torch_profile SPEC.json``. In one process it builds the
+Worker: ``python -m tritonsmith.profiler._torch_profile SPEC.json``. In one process it builds the
 reference (and the candidate, if any) as the evaluator does, loads or measures the device's ceilings,
 times candidate, eager reference and (optionally) ``torch.compile`` with the evaluator's timing loop
 (L2 flushed, device-wide synchronisation), records one forward of each through torch.profiler, and
@@ -139,10 +139,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from tritonsmith.core.problem_meta import exec_reference
-    from tritonsmith.tools._bench import _input_sets
-    from tritonsmith.tools._errors import CandidateFailure
-    from tritonsmith.tools._sol import ceilings_for
-    from tritonsmith.tools._worker import Job, build_models, input_factory, load_candidate
+    from tritonsmith.evaluator import CandidateFailure
+    from tritonsmith.evaluator import input_sets as _input_sets
+    from tritonsmith.evaluator.sandbox import Job, build_models, input_factory, load_candidate
+    from tritonsmith.profiler._sol import ceilings_for
 
     stages: dict[str, float] = {}
     clock = _Clock(stages)
@@ -190,9 +190,9 @@ def _prepare_candidate(job: Any, cand_model: Any, ref_model: Any, args: list[Any
     """Warm the candidate up (JIT compile, autotune), compare it once, record its launches' facts."""
     import torch
 
-    from tritonsmith.tools._aot import LaunchRecorder, facts_from_launches
-    from tritonsmith.tools._errors import CandidateFailure
-    from tritonsmith.tools._worker import call_candidate
+    from tritonsmith.evaluator import CandidateFailure
+    from tritonsmith.evaluator.sandbox import call_candidate
+    from tritonsmith.profiler._aot import LaunchRecorder, facts_from_launches
 
     def candidate(a: list[Any]) -> Any:
         return call_candidate(job, cand_model, a, "profile")
@@ -255,7 +255,8 @@ def _measure(label: str, fn: Callable[[list[Any]], Any], input_sets: list[list[A
              triton_names: list[str]) -> dict[str, Any]:
     import torch
 
-    from tritonsmith.tools._bench import _FLUSH_BYTES, _time
+    from tritonsmith.evaluator import FLUSH_BYTES as _FLUSH_BYTES
+    from tritonsmith.evaluator import time_forward as _time
 
     flush = torch.empty(_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
     timing = _time(fn, input_sets, flush)

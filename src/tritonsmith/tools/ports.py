@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 
 class Evaluator(Protocol):
-    """``tritonsmith.tools.evaluate.evaluate``'s shape (the keywords the graph passes)."""
+    """``tritonsmith.evaluator.evaluate``'s shape (the keywords the graph passes)."""
 
     def __call__(self, problem: Problem, candidate: str, *, device: str, trials: int, tolerance: str,
                  policy: str, timeout_s: float | None, scale: bool) -> EvalResult: ...
@@ -118,7 +118,7 @@ def module_available(name: str) -> bool:
 
 
 def default_evaluator() -> Evaluator:
-    from tritonsmith.tools.evaluate import evaluate
+    from tritonsmith.evaluator import evaluate
 
     return evaluate  # type: ignore[return-value]
 
@@ -141,10 +141,10 @@ def open_default_memory(memory_dir: str | None) -> tuple[KernelStore | None, str
 
 
 class _ToolsProfiler:
-    """Adapter over ``tritonsmith.tools.profile.profile_kernel`` (report with a text summary)."""
+    """Adapter over ``tritonsmith.profiler.profile.profile_kernel`` (report with a text summary)."""
 
     def __call__(self, problem: Problem, source: str, *, device: str) -> str | None:
-        from tritonsmith.tools import profile as profile_module
+        from tritonsmith.profiler import profile as profile_module
 
         report = profile_module.profile_kernel(problem, source, device=device)
         return report.feedback() or None
@@ -155,5 +155,5 @@ def is_default_profiler(profiler: object) -> bool:
 
 
 def default_profiler() -> KernelProfiler | None:
-    """The real profiler when ``tritonsmith.tools.profile`` exists, else None."""
-    return _ToolsProfiler() if module_available("tritonsmith.tools.profile") else None
+    """The real profiler when ``tritonsmith.profiler.profile`` exists, else None."""
+    return _ToolsProfiler() if module_available("tritonsmith.profiler.profile") else None

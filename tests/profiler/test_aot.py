@@ -11,7 +11,7 @@ import pytest
 triton = pytest.importorskip("triton")
 
 from tritonsmith.core.modload import import_file  # noqa: E402
-from tritonsmith.tools._aot import _cuobjdump, compile_kernel, parse_resource_usage  # noqa: E402
+from tritonsmith.profiler._aot import _cuobjdump, compile_kernel, parse_resource_usage  # noqa: E402
 
 pytestmark = pytest.mark.skipif(_cuobjdump() is None, reason="Triton's NVIDIA backend tools are not installed")
 

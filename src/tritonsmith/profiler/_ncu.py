@@ -1,6 +1,6 @@
 """Hardware counters of the top kernels of one forward, through Nsight Compute (``ncu``).
 
-``run_ncu`` profiles a small driver (``python -m tritonsmith.tools._ncu SPEC.json``) that builds the
+``run_ncu`` profiles a small driver (``python -m tritonsmith.profiler._ncu SPEC.json``) that builds the
 model and inputs, warms up outside the profiled range (JIT compiles, autotuning), then runs exactly one
 forward between ``cudaProfilerStart``/``Stop``. ncu runs with ``--clock-control none`` (the clocks the
 timings saw) and a short metric list, so each kernel needs few replay passes.
@@ -136,7 +136,7 @@ def run_ncu(spec_path: Path, *, target: str, timeout_s: float = 90.0, launch_cou
     for _attempt in range(2):
         cmd = [tool, "--clock-control", "none", "--profile-from-start", "off", "--launch-count", str(launch_count),
                "--csv", "--page", "details", "--metrics", ",".join(metrics),
-               sys.executable, "-m", "tritonsmith.tools._ncu", str(spec_path)]
+               sys.executable, "-m", "tritonsmith.profiler._ncu", str(spec_path)]
         code, timed_out, output, _ = run_process(cmd, timeout_s=timeout_s, env=env, log_path=log_path)
         if timed_out or "Failed to find metric" not in output or len(metrics) == len(_CORE_METRICS):
             break
@@ -278,7 +278,7 @@ def main(argv: list[str]) -> int:
     import triton  # noqa: F401  (imported before the go signal: start-up that needs no GPU)
 
     from tritonsmith.core.problem_meta import exec_reference
-    from tritonsmith.tools._worker import Job, build_models, input_factory, load_candidate
+    from tritonsmith.evaluator.sandbox import Job, build_models, input_factory, load_candidate
 
     spec = json.loads(Path(argv[1]).read_text())
     if spec.get("go_path"):

@@ -1,6 +1,6 @@
 """Adversarial candidates through the whole evaluator on the CPU interpreter.
 
-Each cheat in ``tests/tools/adversarial/`` must end rejected (with the rule it broke) or failed (wrong
+Each cheat in ``tests/evaluator/adversarial/`` must end rejected (with the rule it broke) or failed (wrong
 output), never correct. Cheats the static checks catch are also run with the static checks blanked
 out, to show the run-time guards catch them on their own. GPU-only cheats (timing) live in
 ``test_evaluate_gpu.py``.
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import tritonsmith.tools.evaluate as evaluate_module
-from tritonsmith.tools._checks import StaticReport
-from tritonsmith.tools.evaluate import evaluate
+import tritonsmith.evaluator._evaluate as evaluate_module
+from tritonsmith.evaluator._checks import StaticReport
+from tritonsmith.evaluator._evaluate import evaluate
 from tritonsmith.core.results import EvalResult, EvalStatus
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"

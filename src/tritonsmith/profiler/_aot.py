@@ -15,7 +15,7 @@ On a GPU the same recorder passes launches through and the facts come from the c
 themselves. Works with Triton 3.6 and 3.9 (both bind through ``create_function_from_signature`` and
 ``JITFunction._pack_args``).
 
-Worker: ``python -m tritonsmith.tools._aot SPEC.json`` (spec: problem_path, problem_name,
+Worker: ``python -m tritonsmith.profiler._aot SPEC.json`` (spec: problem_path, problem_name,
 candidate_path, arch, result_path).
 """
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tritonsmith.tools import _bench
-from tritonsmith.tools._errors import CandidateFailure
+from tritonsmith.evaluator import _bench
+from tritonsmith.evaluator._errors import CandidateFailure
 
 
 def _reference_error(c: torch.Tensor, r: torch.Tensor) -> float:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.tools import _sandbox, _zygote
+from tritonsmith.evaluator.sandbox import _sandbox, _zygote
 from tritonsmith.core.results import EvalStatus
-from tritonsmith.tools.evaluate import _worker_env, evaluate
+from tritonsmith.evaluator._evaluate import _worker_env, evaluate
 
 LAUNCHERS = ["zygote", "spawn"]
 _HANG_TIMEOUT_S = {"zygote": 6.0, "spawn": 12.0}  # a spawned worker first spends seconds importing torch
@@ -160,7 +160,7 @@ def test_dead_zygote_is_replaced(softmax_reference, softmax_candidate, monkeypat
     deadline = time.monotonic() + 5
     while _alive(first) and time.monotonic() < deadline:
         time.sleep(0.05)
-    with caplog.at_level(logging.WARNING, logger="tritonsmith.tools._zygote"):
+    with caplog.at_level(logging.WARNING, logger="tritonsmith.evaluator.sandbox._zygote"):
         again = _evaluate(softmax_reference, softmax_candidate, "zygote")
     assert again.ok, again.feedback()
     assert _zygote_pid() not in (None, first)
@@ -186,8 +186,8 @@ def test_unsafe_zygote_is_not_used(softmax_reference, softmax_candidate, tmp_pat
 def test_zygote_exits_when_its_caller_dies(softmax_reference, softmax_candidate, tmp_path):
     script = textwrap.dedent(f"""
         import os, sys
-        from tritonsmith.tools import _zygote
-        from tritonsmith.tools.evaluate import _worker_env, evaluate
+        from tritonsmith.evaluator.sandbox import _zygote
+        from tritonsmith.evaluator._evaluate import _worker_env, evaluate
         result = evaluate({str(softmax_reference)!r}, {softmax_candidate!r}, device="cpu", trials=1)
         assert result.ok, result.feedback()
         print(_zygote.POOL.pid("cpu", _worker_env("cpu")), flush=True)
@@ -213,7 +213,7 @@ def test_opt_out_spawns_and_starts_no_zygote(softmax_reference, softmax_candidat
 
 
 def test_prestarted_zygote_serves_the_first_evaluation(softmax_reference, softmax_candidate, monkeypatch):
-    from tritonsmith.tools.evaluate import prestart_worker
+    from tritonsmith.evaluator._evaluate import prestart_worker
 
     monkeypatch.setenv(_zygote.ENV_SWITCH, "1")
     _zygote.POOL.close()
@@ -238,7 +238,7 @@ def test_profiling_module_runs_in_a_worker_on_both_paths(softmax_reference, laun
                                 "compiled": False, "result_path": str(result_path),
                                 "stage_path": str(tmp_path / "stage.txt")}))
     before = dict(_sandbox.LAUNCHES)
-    run = _sandbox.run_module("tritonsmith.tools._torch_profile", spec, tmp_path, timeout_s=60,
+    run = _sandbox.run_module("tritonsmith.profiler._torch_profile", spec, tmp_path, timeout_s=60,
                               env=_worker_env("cpu"), device="cpu")
     assert run.launcher == launcher and _sandbox.LAUNCHES[launcher] == before.get(launcher, 0) + 1
     assert not run.timed_out and run.returncode not in (0, None)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tritonsmith.examples import example_path
-from tritonsmith.tools._checks import check_source
+from tritonsmith.evaluator._checks import check_source
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
 REPO = Path(__file__).resolve().parents[2]
@@ -215,7 +215,7 @@ def test_honest_launchers_are_not_rejected(name):
         ("import torch._inductor\n", "not_triton"),
         ("from torch.utils.cpp_extension import load_inline\n", "not_triton"),
         ("P = '/proc/self/environ'", "evaluator_access"),
-        ("import tritonsmith.tools._bench as b\n", "introspection"),
+        ("import tritonsmith.evaluator._bench as b\n", "introspection"),
         ("OPS = torch.ops.aten._softmax", "introspection"),
     ],
 )

@@ -15,11 +15,11 @@ from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
 from tritonsmith.core.problem_meta import flatten_outputs
-from tritonsmith.tools import _guards as guards
-from tritonsmith.tools._compare import compare
+from tritonsmith.evaluator import _guards as guards
+from tritonsmith.evaluator._compare import compare
 
 if TYPE_CHECKING:
-    from tritonsmith.tools._worker import Job
+    from tritonsmith.evaluator.sandbox._worker import Job
 
 # Under ``kernelbench`` a float32 candidate may be this many times further from float64 than the
 # reference is (summation order), but never worse than float32 can explain: fp16/bf16/tf32 compute is not.
@@ -29,7 +29,7 @@ _PRECISION_FLOOR = 1e-5
 
 def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> dict[str, Any]:
     """Run ``trials`` comparisons; stop at the first failing trial and describe its first bad output."""
-    from tritonsmith.tools._worker import float64_reference
+    from tritonsmith.evaluator.sandbox._worker import float64_reference
 
     trials = int(job.spec["trials"])
     policy = job.spec["tolerance"]
@@ -57,7 +57,7 @@ def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[
 def _run_pair(job: Job, ref_model: Any, cand_model: Any, ref_inputs: list[Any],
               *, trial: int) -> tuple[list[Any], list[Any], list[Any]]:
     """Reference, then (after poisoning its outputs' memory) the candidate on its own copy of the inputs."""
-    from tritonsmith.tools._worker import call_candidate, call_reference
+    from tritonsmith.evaluator.sandbox._worker import call_candidate, call_reference
 
     g = job.guards
     cand_inputs = [_clone(x) for x in ref_inputs]
@@ -120,7 +120,7 @@ _PRECISION_CHECK_MAX_ELEMENTS = 1 << 28  # 2 GiB per float64 copy
 
 def _check_first_trial(job: Job, ref_model: Any, inputs64: list[Any], ref_out: list[Any], cand_out: list[Any]) -> None:
     """After a passing first trial: kernel-side precision and the torch policy."""
-    from tritonsmith.tools._worker import float64_reference
+    from tritonsmith.evaluator.sandbox._worker import float64_reference
 
     import torch
 
@@ -179,7 +179,7 @@ def _all_close(a: list[Any], b: list[Any]) -> bool:
     """Equal within the ``kernelbench`` tolerance of each tensor's dtype (atol = rtol)."""
     import torch
 
-    from tritonsmith.tools._compare import kernelbench_tolerance
+    from tritonsmith.evaluator._compare import kernelbench_tolerance
 
     if len(a) != len(b):
         return False

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from tritonsmith.tools._errors import CandidateFailure
+from tritonsmith.evaluator._errors import CandidateFailure
 
 # torch functions and Tensor methods (normalised: no leading/trailing underscores) that allocate,
 # view, copy, cast or describe: what a launcher needs, never "the work".
@@ -257,8 +257,9 @@ def default_integrity(counter_installed: bool = True) -> Integrity:
         if name in sys.modules:
             guard.watch(name, sys.modules[name])
     for name in sorted(sys.modules):
-        if name.startswith(("tritonsmith.tools._", "tritonsmith.core.results", "tritonsmith.core._feedback",
-                             "tritonsmith.core.problem_meta", "tritonsmith.core.modload")):
+        if name.startswith(("tritonsmith.evaluator._", "tritonsmith.evaluator.sandbox._", "tritonsmith.profiler._",
+                             "tritonsmith.core.results", "tritonsmith.core._feedback", "tritonsmith.core.problem_meta",
+                             "tritonsmith.core.modload")):
             guard.watch(name, sys.modules[name])
     guard.snapshot()
     return guard
@@ -402,7 +403,7 @@ class Guards:
             return
         import torch
 
-        from tritonsmith.tools import _bench, _compare, _trials  # noqa: F401  (watched by Integrity)
+        from tritonsmith.evaluator import _bench, _compare, _trials  # noqa: F401  (watched by Integrity)
 
         self.counter.install()
         self.integrity = default_integrity()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tritonsmith.core.problem import ProblemError
-from tritonsmith.tools.evaluate import CPU_TIMING_NOTE, evaluate
+from tritonsmith.evaluator._evaluate import CPU_TIMING_NOTE, evaluate
 from tritonsmith.core.results import EvalResult, EvalStatus
 
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
@@ -211,7 +211,7 @@ def test_an_exact_kernel_for_a_constant_output_is_not_called_input_blind(tmp_pat
 def test_prestart_worker_starts_the_cuda_zygote_without_a_cuda_call_where_a_device_node_exists(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A fresh machine's first CUDA call takes seconds: the zygote's imports must not wait for it."""
-    from tritonsmith.tools import evaluate
+    from tritonsmith.evaluator import _evaluate as evaluate
 
     started: list[str] = []
     monkeypatch.setattr(evaluate, "prestart", lambda device, env: started.append(device))
@@ -231,7 +231,7 @@ def test_prestart_worker_starts_the_cuda_zygote_without_a_cuda_call_where_a_devi
 
 
 def test_gpu_likely_honours_an_empty_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tritonsmith.tools.evaluate import _gpu_likely
+    from tritonsmith.evaluator._evaluate import _gpu_likely
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     assert _gpu_likely() is False
@@ -246,7 +246,7 @@ def test_worker_environment_survives_inductor_naming_its_cache_dir(monkeypatch: 
     zygote's key) must not change then, or the zygote started early is thrown away and started again."""
     from torch._inductor.runtime import cache_dir_utils
 
-    from tritonsmith.tools.evaluate import _worker_env
+    from tritonsmith.evaluator._evaluate import _worker_env
 
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
     before = {dev: _worker_env(dev) for dev in ("cpu", "cuda")}

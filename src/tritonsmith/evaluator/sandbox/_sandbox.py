@@ -1,7 +1,7 @@
 """Run one evaluation job (or profiling job) in a fresh worker process that cannot take the caller down.
 
 The worker is forked by a zygote that has already imported torch and triton (see ``_zygote``; off with
-``TRITONSMITH_EVAL_ZYGOTE=0``) or, when none is usable, spawned as ``python -m tritonsmith.tools._worker``.
+``TRITONSMITH_EVAL_ZYGOTE=0``) or, when none is usable, spawned as ``python -m tritonsmith.evaluator.sandbox._worker``.
 Either way the worker gets its own process session, so a wall-clock timeout (or the end of the job) kills its
 whole process group: children the candidate spawned die with it. Results come back through a JSON
 file written atomically by the worker; a worker that dies first leaves its last stage behind.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from tritonsmith.tools import _zygote
+from tritonsmith.evaluator.sandbox import _zygote
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class WorkerOutcome:
 
 
 def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: dict[str, str]) -> WorkerOutcome:
-    """Run ``tritonsmith.tools._worker`` on ``spec`` and collect what it reported."""
+    """Run ``tritonsmith.evaluator.sandbox._worker`` on ``spec`` and collect what it reported."""
     spec_path = workdir / "spec.json"
     spec = {**spec, "result_path": str(workdir / "result.json"), "stage_path": str(workdir / "stage.txt")}
     spec_path.write_text(json.dumps(spec))

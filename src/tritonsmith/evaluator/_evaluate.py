@@ -38,8 +38,8 @@ from tritonsmith.core.device import gpu_likely as _gpu_likely
 from tritonsmith.core.device import resolve_device
 from tritonsmith.core.modload import write_source
 from tritonsmith.core.problem import Problem, ProblemError, load_problem
-from tritonsmith.tools._checks import DEFAULT_POLICY, POLICIES, StaticReport, check_source
-from tritonsmith.tools._compare import TOLERANCES
+from tritonsmith.evaluator._checks import DEFAULT_POLICY, POLICIES, StaticReport, check_source
+from tritonsmith.evaluator._compare import TOLERANCES
 from tritonsmith.core.results import (
     BenchmarkReport,
     ChecksReport,
@@ -51,7 +51,7 @@ from tritonsmith.core.results import (
     Violation,
     checks_from_dict,
 )
-from tritonsmith.tools._sandbox import WorkerOutcome, prestart, run_worker
+from tritonsmith.evaluator.sandbox._sandbox import WorkerOutcome, prestart, run_worker
 
 __all__ = ["evaluate", "resolve_device", "EvalResult", "EvalStatus", "POLICIES", "DEFAULT_POLICY"]
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tritonsmith.tools._aot import KernelFacts
-from tritonsmith.tools._ncu import NcuKernel, NcuReport, parse_ncu_csv, run_ncu
+from tritonsmith.profiler._aot import KernelFacts
+from tritonsmith.profiler._ncu import NcuKernel, NcuReport, parse_ncu_csv, run_ncu
 from tritonsmith.core.results import Timing
-from tritonsmith.tools._sol import datasheet_ceilings, speed_of_light, work_count
-from tritonsmith.tools._torch_profile import summarize_kernels
-from tritonsmith.tools.profile import (ImplProfile, ProfileReport, ProfileStatus, hint_codes, profile_kernel,
+from tritonsmith.profiler._sol import datasheet_ceilings, speed_of_light, work_count
+from tritonsmith.profiler._torch_profile import summarize_kernels
+from tritonsmith.profiler.profile import (ImplProfile, ProfileReport, ProfileStatus, hint_codes, profile_kernel,
                                       summarize)
 
 torch = pytest.importorskip("torch")
@@ -234,14 +234,14 @@ def test_ncu_job_starts_early_but_profiles_only_after_go(tmp_path: Path) -> None
     import sys
     import time
 
-    from tritonsmith.tools._ncu import NcuJob
+    from tritonsmith.profiler._ncu import NcuJob
 
     csv_file = tmp_path / "out.csv"
     csv_file.write_text(NCU_CSV)
     fake = tmp_path / "ncu"  # waits like the driver, records the word it got, then "profiles"
     fake.write_text(f"#!{sys.executable}\n"
                     "import json, sys, pathlib\n"
-                    "from tritonsmith.tools._ncu import wait_for_go\n"
+                    "from tritonsmith.profiler._ncu import wait_for_go\n"
                     "spec = json.loads(pathlib.Path(sys.argv[-1]).read_text())\n"
                     "pathlib.Path(spec['go_path']).with_name('started').write_text('yes')\n"
                     "word = wait_for_go(pathlib.Path(spec['go_path']), spec['go_timeout_s'])\n"
@@ -273,14 +273,14 @@ def test_gpu_profile_orchestration_overlaps_ncu_start_and_cancels_on_failure(
     import sys
 
     from tritonsmith.core.problem import Problem
-    from tritonsmith.tools import profile as prof
+    from tritonsmith.profiler import profile as prof
 
     csv_file = tmp_path / "out.csv"
     csv_file.write_text(NCU_CSV)
     fake = tmp_path / "ncu"
     fake.write_text(f"#!{sys.executable}\n"
                     "import json, sys, pathlib\n"
-                    "from tritonsmith.tools._ncu import wait_for_go\n"
+                    "from tritonsmith.profiler._ncu import wait_for_go\n"
                     "spec = json.loads(pathlib.Path(sys.argv[-1]).read_text())\n"
                     "word = wait_for_go(pathlib.Path(spec['go_path']), spec['go_timeout_s'])\n"
                     f"pathlib.Path({str(tmp_path)!r}, 'words').open('a').write(word + '\\n')\n"
@@ -313,13 +313,12 @@ def test_gpu_profile_prestarts_the_worker_before_loading_the_problem(monkeypatch
                                                                      device_node: bool) -> None:
     """On CUDA the worker zygote's imports start first, overlapping the problem's loading and counting;
     with an NVIDIA device node, even before the first CUDA call (seconds on a fresh machine)."""
-    from tritonsmith.tools import evaluate
-    from tritonsmith.tools import profile as prof
+    from tritonsmith.profiler import profile as prof
 
     calls: list[str] = []
     monkeypatch.setattr(prof, "gpu_likely", lambda: device_node)
     monkeypatch.setattr(prof, "resolve_device", lambda device: (calls.append("resolve"), "cuda")[1])
-    monkeypatch.setattr(evaluate, "prestart_worker", lambda device: calls.append(f"prestart {device}"))
+    monkeypatch.setattr(prof, "prestart_worker", lambda device: calls.append(f"prestart {device}"))
     real_load = prof.load_problem
     monkeypatch.setattr(prof, "load_problem", lambda p: (calls.append("load"), real_load(p))[1])
 
@@ -347,7 +346,7 @@ def test_ncu_driver_exits_unprofiled_on_cancel_or_no_word(tmp_path: Path) -> Non
         if word:
             go.write_text(word)
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "tritonsmith.tools._ncu", str(spec)], capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "tritonsmith.profiler._ncu", str(spec)], capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 0, done.stderr  # returned before touching the (missing) problem or a GPU
         assert time.monotonic() - start < 60

@@ -57,23 +57,23 @@ _MAX_FAILURES = 3
 # the torch.compile baseline needs (dynamo, inductor and its Triton code generation).
 _BASE_MODULES = (
     "torch", "torch.nn.functional", "numpy", "triton", "triton.language",
-    "tritonsmith.tools._worker", "tritonsmith.tools._trials", "tritonsmith.tools._guards",
-    "tritonsmith.tools._compare", "tritonsmith.tools._errors", "tritonsmith.core.problem_meta", "tritonsmith.core.modload",
+    "tritonsmith.evaluator.sandbox._worker", "tritonsmith.evaluator._trials", "tritonsmith.evaluator._guards",
+    "tritonsmith.evaluator._compare", "tritonsmith.evaluator._errors", "tritonsmith.core.problem_meta", "tritonsmith.core.modload",
 )
 _CPU_MODULES = ("triton.runtime.interpreter",)
 _COMPILE_MODULES = (
-    "tritonsmith.tools._bench", "torch._dynamo", "torch._inductor.compile_fx", "torch._dynamo.backends.inductor",
+    "tritonsmith.evaluator._bench", "torch._dynamo", "torch._inductor.compile_fx", "torch._dynamo.backends.inductor",
     "torch._functorch.aot_autograd", "torch._inductor.lowering", "torch._inductor.decomposition",
     "torch._inductor.graph", "torch._inductor.scheduler", "torch._inductor.codecache", "torch._inductor.async_compile",
     "torch._inductor.codegen.triton", "torch._inductor.codegen.simd", "torch._inductor.codegen.wrapper",
     "torch._inductor.codegen.cuda_combined_scheduling", "torch._inductor.runtime.triton_heuristics",
     "torch._inductor.select_algorithm", "torch._inductor.kernel.mm", "torch._inductor.fx_passes.post_grad",
     "torch._inductor.fx_passes.joint_graph", "torch.export._trace", "torch.utils.cpp_extension",
-    "tritonsmith.tools._torch_profile",
+    "tritonsmith.profiler._torch_profile",
 )
 TIERS = {"cpu": ("base",), "cuda": ("full", "base")}
 # The modules a forked worker may run (their ``main(argv)``): the evaluator's worker and the profiler's.
-WORKER_MODULES = ("tritonsmith.tools._worker", "tritonsmith.tools._torch_profile")
+WORKER_MODULES = ("tritonsmith.evaluator.sandbox._worker", "tritonsmith.profiler._torch_profile")
 
 
 def enabled() -> bool:
@@ -181,7 +181,7 @@ class Zygote:
             env = {**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
         with open(home / "zygote.log", "wb") as out:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tritonsmith.tools._zygote", str(theirs.fileno()), device, tier],
+                [sys.executable, "-m", "tritonsmith.evaluator.sandbox._zygote", str(theirs.fileno()), device, tier],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=dict(env), cwd=home,
                 pass_fds=(theirs.fileno(),), start_new_session=True)
         theirs.close()
@@ -366,7 +366,7 @@ POOL = ZygotePool()
 # -- zygote side ----------------------------------------------------------------------------------------
 
 def main(argv: list[str]) -> int:
-    """``python -m tritonsmith.tools._zygote FD DEVICE TIER``: preload, check, then serve until EOF."""
+    """``python -m tritonsmith.evaluator.sandbox._zygote FD DEVICE TIER``: preload, check, then serve until EOF."""
     sock = socket.socket(fileno=int(argv[1]))
     device, tier = argv[2], argv[3]
     sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]

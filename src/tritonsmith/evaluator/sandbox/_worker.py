@@ -1,4 +1,4 @@
-"""The evaluation worker: ``python -m tritonsmith.tools._worker SPEC.json``.
+"""The evaluation worker: ``python -m tritonsmith.evaluator.sandbox._worker SPEC.json``.
 
 Runs in its own process (see ``_sandbox``). Loads the reference and the candidate, checks the
 candidate on fresh random inputs for several trials, and on CUDA times candidate, eager reference and
@@ -21,8 +21,8 @@ from typing import Any
 from tritonsmith.core.modload import import_file
 from tritonsmith.core.problem_meta import check_inputs, exec_reference, flatten_outputs, reference_inputs
 from tritonsmith.core.problem import ProblemError
-from tritonsmith.tools._errors import CandidateFailure, describe, is_compile_error
-from tritonsmith.tools._guards import Guards
+from tritonsmith.evaluator._errors import CandidateFailure, describe, is_compile_error
+from tritonsmith.evaluator._guards import Guards
 
 
 class Job:
@@ -124,7 +124,7 @@ def exit_now(code: int) -> None:
 def run(job: Job) -> dict[str, Any]:
     import torch
 
-    from tritonsmith.tools._trials import run_trials
+    from tritonsmith.evaluator._trials import run_trials
 
     spec = job.spec
     job.stage("load_reference")
@@ -146,7 +146,7 @@ def run(job: Job) -> dict[str, Any]:
     job.guards.checkpoint("correctness")
     result.update(status="correct", message=f"correct on {correctness['trials']} trials")
     if job.device == "cuda" and spec.get("benchmark", True):
-        from tritonsmith.tools._bench import run_benchmark
+        from tritonsmith.evaluator._bench import run_benchmark
 
         job.guards.before_benchmark()
         job.stage("benchmark")

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tritonsmith.core.problem_meta import flatten_outputs
-from tritonsmith.tools._guards import live_threads, reject
+from tritonsmith.evaluator._guards import live_threads, reject
 
 if TYPE_CHECKING:
-    from tritonsmith.tools._worker import Job
+    from tritonsmith.evaluator.sandbox._worker import Job
 
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
@@ -49,7 +49,7 @@ _SUSPICIOUS_SPEEDUP = 10.0
 
 
 def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> dict[str, Any]:
-    from tritonsmith.tools._worker import call_candidate
+    from tritonsmith.evaluator.sandbox._worker import call_candidate
 
     seed = int(job.spec["seed"]) + 7919
     input_sets = _input_sets(make_inputs, seed)
@@ -142,7 +142,7 @@ def _relative_error(c: Any, r: Any) -> float:
 
 def _elementwise_close(c: Any, r: Any) -> bool:
     """|c - r| <= tol + tol |r| everywhere (tol: the ``kernelbench`` tolerance of r's dtype), a chunk at a time."""
-    from tritonsmith.tools._compare import kernelbench_tolerance
+    from tritonsmith.evaluator._compare import kernelbench_tolerance
 
     if c.dtype != r.dtype or c.device != r.device or not r.is_floating_point():
         return False

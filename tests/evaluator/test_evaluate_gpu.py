@@ -1,6 +1,6 @@
 """The evaluator on a CUDA GPU: faults, hangs, timing, and the cheats only a GPU can show.
 
-Run on the GPU machine: ``python -m pytest -q -m gpu tests/tools/test_evaluate_gpu.py``.
+Run on the GPU machine: ``python -m pytest -q -m gpu tests/evaluator/test_evaluate_gpu.py``.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import tritonsmith.tools.evaluate as evaluate_module
-from tritonsmith.tools._checks import StaticReport
+import tritonsmith.evaluator._evaluate as evaluate_module
+from tritonsmith.evaluator._checks import StaticReport
 from tritonsmith.core.results import EvalStatus
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.evaluator._evaluate import evaluate
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tritonsmith.core.problem import Problem
-from tritonsmith.tools._sol import (
+from tritonsmith.profiler._sol import (
     DeviceCeilings,
     ceilings_for,
     datasheet_ceilings,
