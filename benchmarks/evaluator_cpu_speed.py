@@ -17,8 +17,8 @@ import statistics
 import time
 
 from tritonsmith.examples import example_path
-from tritonsmith.tools import _sandbox
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.evaluator.sandbox import _sandbox
+from tritonsmith.evaluator._evaluate import evaluate
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.evaluator._evaluate import evaluate
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

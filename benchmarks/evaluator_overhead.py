@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from tritonsmith.examples import example_path
-from tritonsmith.tools._checks import check_source
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.evaluator._checks import check_source
+from tritonsmith.evaluator._evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,8 +70,8 @@ def _stage_medians(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def run_gpu_tests(out: Path) -> int:
     log = out / "gpu_tests.log"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/tools/test_evaluate_gpu.py",
-           "tests/tools/test_checks.py", "-rA", "--timeout=900"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/evaluator/test_evaluate_gpu.py",
+           "tests/evaluator/test_checks.py", "-rA", "--timeout=900"]
     try:
         import pytest_timeout  # noqa: F401
     except ImportError:

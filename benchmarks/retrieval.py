@@ -42,7 +42,7 @@ from tritonsmith.memory import (
     record_id,
 )
 from tritonsmith.memory._signature import _signature_cached, problem_key
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "kernelbench-dev"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tritonsmith.config import ENV
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.core.settings import ENV
+from tritonsmith.evaluator._evaluate import evaluate
 
 WRONG_LINE = ("out = num / tl.sum(num, axis=0)", "out = num / (tl.sum(num, axis=0) + 1.0)")
 

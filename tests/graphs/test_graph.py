@@ -13,8 +13,8 @@ from tritonsmith.agents.llm import LLMConfigurationError
 from tritonsmith.graphs import compile_kernel_graph, optimize
 from tritonsmith.graphs.testing import ScriptedChatModel, call_tool, reply, submit
 from tritonsmith.memory import InMemoryKernelMemory, record_from_eval
-from tritonsmith.problem import Problem
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.core.problem import Problem
+from tritonsmith.evaluator._evaluate import evaluate
 
 RUN = {"device": "cpu", "trials": 1, "memory": False}
 
@@ -132,7 +132,7 @@ def test_start_from_a_users_wrong_kernel(softmax_reference, softmax_candidate, w
 
 def _timed_correct(problem: Any, candidate: str, **kwargs: Any) -> Any:
     """A GPU verdict without a GPU: correct, timed at 2.0 ms against 3.0 ms eager and 2.5 ms compiled."""
-    from tritonsmith.tools._results import BenchmarkReport, EvalResult, EvalStatus, Timing
+    from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
 
     def timing(ms: float) -> Timing:
         return Timing(median_ms=ms, p20_ms=ms, p80_ms=ms, reps=10, host_median_ms=ms)
@@ -145,9 +145,9 @@ def _timed_correct(problem: Any, candidate: str, **kwargs: Any) -> Any:
 
 def test_the_builtin_fallback_is_announced_once_per_run_not_per_iteration(softmax_reference, monkeypatch,
                                                                            caplog):
-    import tritonsmith.tools.evaluate as evaluate_module
+    import tritonsmith.graphs.nodes as nodes_module
 
-    monkeypatch.setattr(evaluate_module, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(nodes_module, "resolve_device", lambda device: "cuda")
     monkeypatch.setenv("TRITONSMITH_PROFILE", "0")
     graph = compile_kernel_graph(memory=False, evaluator=_timed_correct)
     with caplog.at_level(logging.WARNING, logger="tritonsmith.graphs.nodes"):
@@ -161,9 +161,9 @@ def test_the_builtin_fallback_is_announced_once_per_run_not_per_iteration(softma
 def test_only_attempts_that_will_be_refined_are_profiled(softmax_reference, softmax_candidate, monkeypatch,
                                                          iterations, profile, profiled):
     """A profile feeds the next generation; after the last iteration it would only cost GPU time."""
-    import tritonsmith.tools.evaluate as evaluate_module
+    import tritonsmith.graphs.nodes as nodes_module
 
-    monkeypatch.setattr(evaluate_module, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(nodes_module, "resolve_device", lambda device: "cuda")
     calls: list[str] = []
 
     def profiler(problem: Any, source: str, *, device: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 from memhelp import PROBLEMS, make_record
 
 from tritonsmith.memory import InMemoryKernelMemory, KernelMemory, RecordKind, SearchFilters
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 
 def test_add_get_and_dedup(memory: KernelMemory) -> None:

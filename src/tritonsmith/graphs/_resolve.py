@@ -16,8 +16,8 @@ from langchain_core.tools import BaseTool
 
 from tritonsmith.agents.base import Generator
 from tritonsmith.agents.llm import LLMConfigurationError, LLMGenerator, pricing_from
-from tritonsmith.config import KernelContext, Settings
-from tritonsmith.graphs.ports import (
+from tritonsmith.core.settings import KernelContext, Settings
+from tritonsmith.tools.ports import (
     Evaluator,
     KernelProfiler,
     KernelStore,
@@ -46,10 +46,13 @@ class GraphDeps:
     evaluator: Evaluator | None = None
     arguments: KernelContext | None = None
     _cache: dict[tuple[str, Any], Any] = field(default_factory=dict, repr=False)
+    _settings: dict[Any, Settings] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def settings(self, run_context: Any) -> Settings:
-        return Settings.resolve(self.arguments, run_context)
+        """The run's settings: resolved by its first node, then shared by every later node of the run."""
+        with self._lock:
+            return Settings.resolve_cached(self.arguments, run_context, self._settings)
 
     def _cached(self, kind: str, key: Any, make: Any) -> Any:
         with self._lock:

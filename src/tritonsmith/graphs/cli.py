@@ -46,7 +46,7 @@ def optimize_command(
     from tritonsmith.agents.llm import LLMConfigurationError, ModelUnavailableError
     from tritonsmith.cli import resolve_path
     from tritonsmith.graphs.optimizer import optimize
-    from tritonsmith.problem import ProblemError
+    from tritonsmith.core.problem import ProblemError
 
     if generator not in (None, "auto", "llm", "builtin"):
         raise typer.BadParameter(f"--generator must be auto, llm or builtin, not {generator!r}")

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from tritonsmith.tools._results import EvalResult
+from tritonsmith.core.results import EvalResult
 
 __all__ = ["UNMEASURED_REWARD", "Reward", "RewardBasis", "reward_for", "speedup_reward"]
 

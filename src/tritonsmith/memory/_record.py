@@ -12,8 +12,8 @@ from enum import StrEnum
 from typing import Any
 
 from tritonsmith.memory._signature import ProblemSignature, normalize_source, problem_key, problem_signature
-from tritonsmith.problem import Problem
-from tritonsmith.tools._results import EvalResult, EvalStatus
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.results import EvalResult, EvalStatus
 
 __all__ = ["Evaluation", "KernelRecord", "Lineage", "RecordKind", "device_class", "record_from_eval", "record_id"]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritonsmith.memory._record import Evaluation, KernelRecord, Lineage, RecordKind, record_id
 from tritonsmith.memory._signature import problem_signature
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 if TYPE_CHECKING:
     from tritonsmith.memory._store import AddResult, KernelMemory

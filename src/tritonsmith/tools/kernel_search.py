@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
