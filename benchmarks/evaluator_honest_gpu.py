@@ -71,6 +71,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("kernelbench", type=Path)
     parser.add_argument("--suite", type=Path, default=None)
+    parser.add_argument("--start", type=int, default=1, help="first case to run (1-based: resume a cut visit)")
+    parser.add_argument("--only", nargs="*", default=None, help="cases whose label contains one of these")
     args = parser.parse_args()
     out = Path(os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)
@@ -78,6 +80,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         todo = cases(args.kernelbench, args.suite, Path(tmp))
         for i, (label, problem, cand) in enumerate(todo, 1):
+            if i < args.start or (args.only and not any(o in label for o in args.only)):
+                continue
             try:
                 rows.append(run(label, problem, cand))
             except Exception as exc:  # a broken reference: say so, keep going
