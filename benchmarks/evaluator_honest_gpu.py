@@ -39,7 +39,7 @@ def cases(kb: Path, suite: Path | None, work: Path) -> list[tuple[str, Path, Pat
             found.append((f"suite/{k.parent.name}/{k.stem}", kb / k.parent.name / k.name, k))
     for c in sorted((HERE / "candidates" / "level1").glob("*.py")):
         found.append((f"candidates/level1/{c.stem}", kb / "level1" / c.name, c))
-    tests = ROOT / "tests" / "tools"
+    tests = ROOT / "tests" / "evaluator"
     silu = work / "silu_bias.py"
     silu.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, f):\n"
                     "        super().__init__()\n        self.bias = nn.Parameter(torch.randn(f))\n\n"

@@ -64,7 +64,7 @@ def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callab
     from tritonsmith.evaluator._calls import call_candidate
 
     checked = job.guards.enabled
-    refill = _Refill(make_inputs, int(job.spec["seed"]) + 7919, fresh=checked)
+    refill = _Refill(make_inputs, int(job.spec["seed"]) + 7919)
     flush = torch.empty(_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
 
     def candidate(args: list[Any]) -> Any:
@@ -117,21 +117,22 @@ def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callab
 class _Refill:
     """The timed input buffers and what is written into them before each round.
 
-    ``fresh``: new contents from ``make_inputs`` under a random seed every round, copied in place (same
-    buffers, bumped versions), so no output can be looked up by pointer, version or contents. When making
-    a set takes longer than ``_SLOW_INPUTS_MS`` (or without checks), a pool of sets is rotated instead.
+    New contents from ``make_inputs`` under a random seed every round, copied in place (same buffers,
+    bumped versions), so no output can be looked up by pointer, version or contents. When making a set
+    takes longer than ``_SLOW_INPUTS_MS``, a pool of sets is rotated in random order instead (noted).
+    This is how rounds are timed with or without the checks: ``checks=False`` changes nothing here.
     """
 
-    def __init__(self, make_inputs: Callable[[int], list[Any]], seed: int, *, fresh: bool) -> None:
+    def __init__(self, make_inputs: Callable[[int], list[Any]], seed: int) -> None:
         self._make = make_inputs
         t0 = _perf_counter()
         self.buffers = make_inputs(seed)
         _synchronize()
         make_ms = (_perf_counter() - t0) * 1e3
         self.notes: list[str] = []
-        self.fresh = fresh and make_ms <= _SLOW_INPUTS_MS
+        self.fresh = make_ms <= _SLOW_INPUTS_MS
         self._pool = [] if self.fresh else _input_sets(make_inputs, seed + 1)
-        if fresh and not self.fresh:
+        if not self.fresh:
             self.notes.append(f"inputs take {make_ms:.0f} ms to make: timed rounds rotate {len(self._pool)} "
                               "input sets in random order instead of fresh ones")
         self.rounds = 0
