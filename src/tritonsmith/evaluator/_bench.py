@@ -57,6 +57,7 @@ _SUSPICIOUS_SPEEDUP = 10.0
 # A timed candidate below this share of the light floor is rejected (the floor's own error: datasheet
 # bandwidth, outputs that stay in L2 when small).
 _LIGHT_MARGIN = 0.5
+_SAMPLE_EVERY = 4  # after the first rounds, a timed call's output is compared with probability 1/4
 _SLOW_INPUTS_MS = 10.0  # slower input generation than this: rotate a pool of sets instead of fresh ones
 
 
@@ -179,10 +180,13 @@ class _Checker:
             tc.check_streams(self.census)
 
     def after_round(self, r: int, cand_out: Any, ref_out: Any) -> None:
+        """Reuse is checked every round; the sampled comparison on the first rounds and then on a random
+        quarter of them (a candidate cannot tell which), the full comparison on one random round."""
         self.rounds.check_reuse(cand_out)
         if r == self._full_at:
             _verify_timed_outputs({r: cand_out}, {r: [_detach(o) for o in flatten_outputs(ref_out)]})
-        self.rounds.compare(cand_out, ref_out)
+        if r < _MIN_REPS or secrets.randbelow(_SAMPLE_EVERY) == 0:
+            self.rounds.compare(cand_out, ref_out)
 
     def finish(self) -> None:
         self.rounds.verdict()
@@ -368,10 +372,12 @@ def _covered_call(fn: Callable[[list[Any]], Any], args: list[Any], flush: Any, c
     kernels, and the events would time Python, not the GPU: that sample is dropped and the sleep doubled
     (at most ``_SLEEP_RETRIES`` times; the last sample is kept either way).
     """
+    base = cycles
     for attempt in range(_SLEEP_RETRIES + 1):
         ev, host, spent, out, covered = _one(fn, args, flush, cycles, keep=keep)
         if covered or attempt == _SLEEP_RETRIES or cycles >= _MAX_SLEEP_MS * _cycles_per_ms():
-            return ev, host, spent, out, cycles
+            # a one-off stall (the OS, the allocator) should not lengthen every later round: relax back
+            return ev, host, spent, out, base if attempt == 0 else max(base, cycles * 3 // 4)
         del out
         cycles *= 2
     raise AssertionError("unreachable")
