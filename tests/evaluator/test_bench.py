@@ -97,6 +97,8 @@ def test_rounds_stop_on_a_tight_confidence_interval_or_the_cap(monkeypatch):
     assert _bench._done(40, noisy, target_ms=0.0, spent_s=_bench._BUDGET_S + 1)  # the budget ends it
     assert _bench._done(_bench._MAX_REPS, noisy, target_ms=0.0, spent_s=0.0)
     assert not _bench._done(30, steady, target_ms=1e6, spent_s=0.0)  # 150 ms of calls first (long kernels)
+    tiny = {"a": [0.0045 + 0.0005 * (i % 2) for i in range(200)]}  # 4.5 us, at the events' resolution
+    assert _bench._done(200, tiny, target_ms=0.0, spent_s=0.0)
 
 
 def test_a_call_the_sleep_did_not_cover_is_timed_again_with_a_longer_sleep(monkeypatch):

@@ -50,6 +50,7 @@ _INPUT_BUDGET_BYTES = 8 << 30
 _TARGET_MS = 150.0
 _MIN_REPS, _MAX_REPS = 10, 2000
 _CI_WIDTH = 0.01
+_CI_FLOOR_MS = 5e-4  # CUDA events resolve about half a microsecond: a narrower interval is not measurable
 _BUDGET_S = 2.0
 _WARMUP_CALLS, _WARMUP_MS = 3, 50.0  # warm-up calls (one per input set): all for short kernels, one for long
 _VERIFY_CHUNK = 1 << 24  # elements per float64 chunk when checking the outputs produced while timed
@@ -315,7 +316,8 @@ def _time_interleaved(fns: dict[str, Callable[[list[Any]], Any]], source: _Refil
 
 
 def _done(rounds: int, events: dict[str, list[float]], target_ms: float, spent_s: float) -> bool:
-    """Enough rounds: the minimum and ~target_ms per implementation, then each median's CI within 1%."""
+    """Enough rounds: the minimum and ~target_ms per implementation, then each median's CI within 1% (or
+    within the events' resolution, for kernels of a few microseconds)."""
     if rounds < _MIN_REPS:
         return False
     if rounds >= _MAX_REPS or spent_s > _BUDGET_S:
@@ -326,7 +328,7 @@ def _done(rounds: int, events: dict[str, list[float]], target_ms: float, spent_s
         return False
     for samples in events.values():
         lo, hi = tc.median_ci(samples)
-        if hi - lo > _CI_WIDTH * statistics.median(samples):
+        if hi - lo > max(_CI_WIDTH * statistics.median(samples), _CI_FLOOR_MS):
             return False
     return True
 
