@@ -112,7 +112,7 @@ def test_a_call_the_sleep_did_not_cover_is_timed_again_with_a_longer_sleep(monke
 
     monkeypatch.setattr(_bench, "_one", fake_one)
     ev, _, _, out, cycles = _bench._covered_call(lambda a: None, [], None, 100, keep=True)
-    assert seen == [100, 200, 400] and cycles == 300  # the next round starts a little shorter
+    assert seen == [100, 200, 400] and cycles == 400  # the sleep that covered it
     assert ev == 3.0 and out == "out"  # the covered sample is the one kept
     seen.clear()
     monkeypatch.setattr(_bench, "_one", lambda *a, **k: (seen.append(1) or 1.0, 2.0, 0.5, None, False))

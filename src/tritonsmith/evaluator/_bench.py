@@ -286,7 +286,9 @@ def _time_interleaved(fns: dict[str, Callable[[list[Any]], Any]], source: _Refil
     sets = source if isinstance(source, list) else None
     with torch.no_grad():
         launch = {name: _warm_up(fn, sets or [source.buffers]) for name, fn in fns.items()}  # type: ignore[union-attr]
-        cycles = _sleep_cycles(max(launch.values()))
+        # each implementation sleeps for its own launch time; a sleep a stall lengthened relaxes back
+        floor = {name: _sleep_cycles(ms) for name, ms in launch.items()}
+        cycles = dict(floor)
         events: dict[str, list[float]] = {name: [] for name in fns}
         hosts: dict[str, list[float]] = {name: [] for name in fns}
         launches: dict[str, list[float]] = {name: [] for name in fns}
@@ -301,7 +303,8 @@ def _time_interleaved(fns: dict[str, Callable[[list[Any]], Any]], source: _Refil
             outs: dict[str, Any] = {}
             for name, fn in fns.items():
                 keep = checker is not None and name in ("candidate", "eager")
-                ev, host, spent, out, cycles = _covered_call(fn, args, flush, cycles, keep=keep)
+                ev, host, spent, out, used = _covered_call(fn, args, flush, cycles[name], keep=keep)
+                cycles[name] = max(floor[name], used * 3 // 4)
                 events[name].append(ev)
                 hosts[name].append(host)
                 launches[name].append(spent)
@@ -374,12 +377,10 @@ def _covered_call(fn: Callable[[list[Any]], Any], args: list[Any], flush: Any, c
     kernels, and the events would time Python, not the GPU: that sample is dropped and the sleep doubled
     (at most ``_SLEEP_RETRIES`` times; the last sample is kept either way).
     """
-    base = cycles
     for attempt in range(_SLEEP_RETRIES + 1):
         ev, host, spent, out, covered = _one(fn, args, flush, cycles, keep=keep)
         if covered or attempt == _SLEEP_RETRIES or cycles >= _MAX_SLEEP_MS * _cycles_per_ms():
-            # a one-off stall (the OS, the allocator) should not lengthen every later round: relax back
-            return ev, host, spent, out, base if attempt == 0 else max(base, cycles * 3 // 4)
+            return ev, host, spent, out, cycles
         del out
         cycles *= 2
     raise AssertionError("unreachable")
@@ -390,7 +391,7 @@ _MAX_SLEEP_MS = 50.0
 
 
 def _sleep_cycles(launch_ms: float) -> int:
-    """GPU sleep cycles that outlast the slowest implementation's host launch time (0.05-20 ms)."""
+    """GPU sleep cycles that outlast a host launch time of ``launch_ms`` (0.1-20 ms)."""
     want_ms = min(20.0, max(0.1, 2.0 * launch_ms + 0.05))
     return int(want_ms * _cycles_per_ms())
 

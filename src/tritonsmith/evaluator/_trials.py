@@ -146,6 +146,8 @@ def check_kernels_contribute(job: Job, ref_model: Any, cand_model: Any, make_inp
     finally:
         g.counter.suppress = False
     ref = flatten_outputs(call_reference(job, ref_model, inputs))
+    if len(bare) != len(ref) or not all(_close_enough(b, r) for b, r in zip(bare, ref, strict=True)):
+        return  # the usual outcome, found without a second reference run
     other = flatten_outputs(call_reference(job, ref_model, make_inputs(seed + 1)))
     verdicts = [_reproduces(b, r, o) for b, r, o in zip(bare, ref, other, strict=False)]
     if len(bare) != len(ref) or False in verdicts:
@@ -156,6 +158,21 @@ def check_kernels_contribute(job: Job, ref_model: Any, cand_model: Any, make_inp
     raise guards.reject("decorative_kernel", job.stage_name, (
         "the output is still correct with every Triton launch of ModelNew suppressed: the kernels contribute "
         "nothing and PyTorch computes the result; compute it with your Triton kernels"))
+
+
+def _close_enough(bare: Any, ref: Any) -> bool:
+    """A cheap first look: could ``bare`` reproduce ``ref`` at all (normwise within 1e-3)?"""
+    import torch
+
+    from tritonsmith.evaluator._compare import relative_error
+
+    if not isinstance(ref, torch.Tensor):
+        return bare == ref
+    if not isinstance(bare, torch.Tensor) or bare.shape != ref.shape or bare.dtype != ref.dtype:
+        return False
+    if not ref.is_floating_point():
+        return bool(torch.equal(bare, ref))
+    return relative_error(bare, ref) <= 1e-3
 
 
 def _reproduces(bare: Any, ref: Any, other: Any) -> bool | None:
