@@ -101,7 +101,7 @@ class GraphDeps:
         return builtin, (AUTO_BUILTIN_NOTE if choice == "auto" else None)
 
     def _llm(self, settings: Settings, model: Any) -> LLMGenerator:
-        from tritonsmith.agents._llm_tools import default_toolkit
+        from tritonsmith.agents import default_toolkit
 
         kwargs: dict[str, Any] = {}
         if self.tools == "default":

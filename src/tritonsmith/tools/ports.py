@@ -88,7 +88,7 @@ class MemoryStore:
 
     def remember(self, problem: Problem, source: str, result: EvalResult, *, iteration: int,
                  generator: str) -> str | None:
-        from tritonsmith.memory._record import record_from_eval
+        from tritonsmith.memory import record_from_eval
 
         record = record_from_eval(problem, source, result, iteration=iteration, generator=generator)
         return self.memory.add(record).id
