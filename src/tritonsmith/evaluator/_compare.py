@@ -26,6 +26,29 @@ class Verdict:
     details: dict[str, Any]
 
 
+_CHUNK = 1 << 24  # elements per float64 chunk: no float64 copies of multi-GB outputs
+
+
+def relative_error(c: Any, r: Any, chunk: int = _CHUNK) -> float:
+    """||c - r|| / ||r|| in float64, a chunk at a time (``||r|| = 0`` counts as 1).
+
+    NaN where either holds NaN; a dtype, device or shape mismatch is ``inf``.
+    """
+    import torch
+
+    if c.dtype != r.dtype or c.device != r.device or c.shape != r.shape:
+        return float("inf")
+    flat_c, flat_r = c.reshape(-1), r.reshape(-1)
+    diff_sq = torch.zeros((), dtype=torch.float64, device=r.device)
+    ref_sq = torch.zeros((), dtype=torch.float64, device=r.device)
+    for lo in range(0, flat_r.numel(), chunk):
+        rc = flat_r[lo:lo + chunk].double()
+        cc = flat_c[lo:lo + chunk].double()
+        diff_sq += (cc - rc).square().sum()
+        ref_sq += rc.square().sum()
+    return float(diff_sq.sqrt()) / (float(ref_sq.sqrt()) or 1.0)
+
+
 def kernelbench_tolerance(dtype: Any) -> float:
     import torch
 

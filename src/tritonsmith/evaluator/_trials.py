@@ -29,7 +29,7 @@ _PRECISION_FLOOR = 1e-5
 
 def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> dict[str, Any]:
     """Run ``trials`` comparisons; stop at the first failing trial and describe its first bad output."""
-    from tritonsmith.evaluator.sandbox._worker import float64_reference
+    from tritonsmith.evaluator._calls import float64_reference
 
     trials = int(job.spec["trials"])
     policy = job.spec["tolerance"]
@@ -57,7 +57,7 @@ def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[
 def _run_pair(job: Job, ref_model: Any, cand_model: Any, ref_inputs: list[Any],
               *, trial: int) -> tuple[list[Any], list[Any], list[Any]]:
     """Reference, then (after poisoning its outputs' memory) the candidate on its own copy of the inputs."""
-    from tritonsmith.evaluator.sandbox._worker import call_candidate, call_reference
+    from tritonsmith.evaluator._calls import call_candidate, call_reference
 
     g = job.guards
     cand_inputs = [_clone(x) for x in ref_inputs]
@@ -115,12 +115,74 @@ def _check_behaviour(job: Job, t: int, ref_out: list[Any], cand_out: list[Any], 
                             "inputs (the reference's outputs differ): results must be computed from the inputs")
 
 
+def check_kernels_contribute(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> None:
+    """Decorative kernels: run the candidate once more with its Triton launches suppressed.
+
+    The inputs are new (so no memory holds their answer). The kernels are decoration when, without them,
+    the output still reproduces the reference's far more closely than the reference's own answer for other
+    inputs would (normwise: within 1e-3 and within 1% of that input-to-input difference), on every output:
+    PyTorch computed everything (``decorative_kernel``). A candidate that fails or raises without its
+    kernels is what an honest one does. An output that does not depend on the inputs cannot tell: the
+    check is skipped with a note.
+    """
+    from tritonsmith.evaluator._calls import call_reference
+
+    import torch
+
+    g = job.guards
+    if not g.enabled:
+        return
+    job.stage("decorative-kernel check", key="checks_decorative")
+    seed = int(job.spec["seed"]) + 7_777_777
+    inputs = make_inputs(seed)
+    g.counter.suppress = True
+    try:
+        with torch.no_grad():
+            bare = flatten_outputs(cand_model(*[_clone(x) for x in inputs]))
+        if job.device == "cuda":
+            torch.cuda.synchronize()
+    except Exception:  # without its kernels the candidate cannot even finish: they matter
+        return
+    finally:
+        g.counter.suppress = False
+    ref = flatten_outputs(call_reference(job, ref_model, inputs))
+    other = flatten_outputs(call_reference(job, ref_model, make_inputs(seed + 1)))
+    verdicts = [_reproduces(b, r, o) for b, r, o in zip(bare, ref, other, strict=False)]
+    if len(bare) != len(ref) or False in verdicts:
+        return
+    if None in verdicts:
+        g.notes.append("decorative-kernel check skipped: the reference's output does not depend on its inputs")
+        return
+    raise guards.reject("decorative_kernel", job.stage_name, (
+        "the output is still correct with every Triton launch of ModelNew suppressed: the kernels contribute "
+        "nothing and PyTorch computes the result; compute it with your Triton kernels"))
+
+
+def _reproduces(bare: Any, ref: Any, other: Any) -> bool | None:
+    """Whether ``bare`` reproduces ``ref``; None when ``ref`` does not differ from ``other`` (no signal)."""
+    import torch
+
+    from tritonsmith.evaluator._compare import relative_error
+
+    if not isinstance(ref, torch.Tensor):
+        return bare == ref if ref != other else None
+    if not isinstance(bare, torch.Tensor) or bare.shape != ref.shape or bare.dtype != ref.dtype:
+        return False
+    if not ref.is_floating_point():
+        return bool(torch.equal(bare, ref)) if not torch.equal(ref, other) else None
+    spread = relative_error(other, ref)
+    if not spread > 1e-3:  # NaN or tiny: the output does not depend on the inputs
+        return None
+    miss = relative_error(bare, ref)
+    return miss <= 1e-3 and miss <= 0.01 * spread
+
+
 _PRECISION_CHECK_MAX_ELEMENTS = 1 << 28  # 2 GiB per float64 copy
 
 
 def _check_first_trial(job: Job, ref_model: Any, inputs64: list[Any], ref_out: list[Any], cand_out: list[Any]) -> None:
     """After a passing first trial: kernel-side precision and the torch policy."""
-    from tritonsmith.evaluator.sandbox._worker import float64_reference
+    from tritonsmith.evaluator._calls import float64_reference
 
     import torch
 

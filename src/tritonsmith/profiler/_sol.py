@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tritonsmith.core.device import DATASHEET_PEAKS as _DATASHEET
 from tritonsmith.core.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -103,14 +104,7 @@ class SpeedOfLight:
         return 100.0 * self.floor_ms / measured_ms
 
 
-# Dense (no sparsity) datasheet peaks. Matched by substring of torch.cuda.get_device_name(), in order.
-_DATASHEET: tuple[tuple[str, float, dict[str, float]], ...] = (
-    ("H200 NVL", 4800.0, {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp64": 30.0}),
-    ("H200", 4800.0, {"fp32": 66.9, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp64": 33.5}),
-    ("H100 PCIe", 2000.0, {"fp32": 51.2, "tf32": 378.0, "fp16": 756.0, "bf16": 756.0, "fp64": 25.6}),
-    ("H100 NVL", 3900.0, {"fp32": 60.0, "tf32": 417.5, "fp16": 835.5, "bf16": 835.5, "fp64": 30.0}),
-    ("H100", 3350.0, {"fp32": 66.9, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4, "fp64": 33.5}),
-)
+
 
 
 def work_count(info: ProblemInfo) -> WorkCount:

@@ -30,20 +30,15 @@ _LAZY = {
     "run_worker": "tritonsmith.evaluator.sandbox._sandbox",
     "Job": "tritonsmith.evaluator.sandbox._worker",
     "build_models": "tritonsmith.evaluator.sandbox._worker",
-    "call_candidate": "tritonsmith.evaluator.sandbox._worker",
+    "call_candidate": "tritonsmith.evaluator._calls",
     "input_factory": "tritonsmith.evaluator.sandbox._worker",
     "load_candidate": "tritonsmith.evaluator.sandbox._worker",
 }
 
 if TYPE_CHECKING:
     from tritonsmith.evaluator.sandbox._sandbox import WorkerOutcome, prestart, run_module, run_worker
-    from tritonsmith.evaluator.sandbox._worker import (
-        Job,
-        build_models,
-        call_candidate,
-        input_factory,
-        load_candidate,
-    )
+    from tritonsmith.evaluator._calls import call_candidate
+    from tritonsmith.evaluator.sandbox._worker import Job, build_models, input_factory, load_candidate
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,7 @@ from tritonsmith.core.modload import import_file
 from tritonsmith.core.problem_meta import check_inputs, exec_reference, flatten_outputs, reference_inputs
 from tritonsmith.core.problem import ProblemError
 from tritonsmith.evaluator._errors import CandidateFailure, describe, is_compile_error
+from tritonsmith.evaluator._calls import call_status
 from tritonsmith.evaluator._guards import Guards
 
 
@@ -124,7 +125,8 @@ def exit_now(code: int) -> None:
 def run(job: Job) -> dict[str, Any]:
     import torch
 
-    from tritonsmith.evaluator._trials import run_trials
+    from tritonsmith.evaluator import _bench, _compare  # noqa: F401  (loaded before the guards arm: watched)
+    from tritonsmith.evaluator._trials import check_kernels_contribute, run_trials
 
     spec = job.spec
     job.stage("load_reference")
@@ -143,6 +145,7 @@ def run(job: Job) -> dict[str, Any]:
         mismatch = correctness.get("mismatch") or {}
         result.update(status="wrong_output", stage="correctness", message=mismatch.get("message", "wrong output"))
         return result
+    check_kernels_contribute(job, ref_model, cand_model, make_inputs)
     job.guards.checkpoint("correctness")
     result.update(status="correct", message=f"correct on {correctness['trials']} trials")
     if job.device == "cuda" and spec.get("benchmark", True):
@@ -187,7 +190,7 @@ def build_models(job: Job, ref_module: Any, candidate_cls: type) -> tuple[Any, A
         try:
             cand_model = candidate_cls(*init)
         except Exception as exc:
-            raise CandidateFailure(_status(exc), "init", "ModelNew(*get_init_inputs()) raised",
+            raise CandidateFailure(call_status(exc), "init", "ModelNew(*get_init_inputs()) raised",
                                    describe(exc, job.candidate_path)) from exc
     ref_model = ref_model.to(job.device)
     cand_model = cand_model.to(job.device) if hasattr(cand_model, "to") else cand_model
@@ -228,52 +231,6 @@ def input_factory(job: Job, ref_module: Any) -> Callable[[int], list[Any]]:
         return values
 
     return make
-
-
-def call_candidate(job: Job, model: Any, inputs: list[Any], stage: str, *, sync: bool = True) -> Any:
-    """Run the candidate's forward; its failures become CandidateFailure with a readable message.
-
-    ``sync=False`` (timing) leaves the device running: the timer synchronizes after its end event, so the
-    candidate is timed exactly like the baselines and work it hides on another stream shows up as host
-    time the events did not see.
-    """
-    import torch
-
-    try:
-        with torch.no_grad():
-            out = model(*inputs)
-        if sync and job.device == "cuda":
-            torch.cuda.synchronize()
-    except BaseException as exc:
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        raise CandidateFailure(_status(exc), stage, f"ModelNew.forward raised {type(exc).__name__}",
-                               describe(exc, job.candidate_path)) from exc
-    return out
-
-
-def call_reference(job: Job, model: Any, inputs: list[Any]) -> Any:
-    import torch
-
-    try:
-        with torch.no_grad():
-            return model(*inputs)
-    except Exception as exc:
-        raise ProblemError(f"{job.spec['problem_name']}: the reference forward raised {type(exc).__name__}: {exc}") from exc
-
-
-def float64_reference(model: Any, inputs: list[Any]) -> list[Any]:
-    """The reference evaluated in float64 (for the ``numerics`` policy)."""
-    import torch
-
-    model64 = copy.deepcopy(model).double()
-    inputs64 = [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
-    with torch.no_grad():
-        return flatten_outputs(model64(*inputs64))
-
-
-def _status(exc: BaseException) -> str:
-    return "compile_error" if is_compile_error(exc) else "runtime_error"
 
 
 if __name__ == "__main__":
