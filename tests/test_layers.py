@@ -37,9 +37,9 @@ SIBLING_IMPORTS = frozenset({("profiler", "evaluator")})
 # they belong to the cli layer wherever they sit.
 CLI_MODULES = frozenset({"tritonsmith.cli", "tritonsmith.graphs.cli", "tritonsmith.suite.cli",
                          "tritonsmith.memory.cli", "tritonsmith.tools.cli_profile"})
-# Cycles inside files that other issues are editing right now (the evaluator's sandbox: #17; the
-# built-in generator: #18; the CLI: #21). Each goes by moving its shared helper down once those branches
-# are merged; the test fails when one disappears, so this list only shrinks.
+# Cycles inside files that other issues are editing right now (the built-in generator: #18; the CLI:
+# #21). Each goes by moving its shared helper down once those branches are merged; the test fails when
+# one disappears, so this list only shrinks.
 KNOWN_CYCLES = frozenset({
     frozenset({"tritonsmith.agents.builtin._dwconv", "tritonsmith.agents.builtin._kernels",
                "tritonsmith.agents.builtin._rowkernel", "tritonsmith.agents.builtin._scan",
