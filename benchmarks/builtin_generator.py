@@ -51,8 +51,8 @@ def trace_only(files: list[Path]) -> dict[str, Any]:
 
     import torch
 
-    from tritonsmith.core.problem_meta import exec_reference, instantiate
     from tritonsmith.core.problem import Problem
+    from tritonsmith.core.problem_meta import exec_reference, instantiate
 
     warnings.filterwarnings("ignore")
     rows = []

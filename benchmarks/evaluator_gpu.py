@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritonsmith.evaluator.sandbox import _sandbox, _zygote
 from tritonsmith.evaluator._evaluate import _worker_env, evaluate
+from tritonsmith.evaluator.sandbox import _sandbox, _zygote
 
 HERE = Path(__file__).parent
 STAGES = ("zygote_start", "process", "load_reference", "load_candidate", "init", "trial", "benchmark",

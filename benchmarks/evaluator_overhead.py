@@ -22,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from tritonsmith.examples import example_path
 from tritonsmith.evaluator._checks import check_source
 from tritonsmith.evaluator._evaluate import evaluate
+from tritonsmith.examples import example_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

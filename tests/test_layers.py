@@ -1,4 +1,5 @@
-"""The layering contract: every import points down, and no file imports itself back through others.
+"""The layering contract: every import points down, no file imports itself back through others, and a
+package is used through its public names (never another package's ``_private`` module).
 
     core  <-  evaluator, profiler, memory  <-  tools  <-  agents  <-  graphs  <-  suite  <-  cli
 
@@ -36,9 +37,9 @@ SIBLING_IMPORTS = frozenset({("profiler", "evaluator")})
 # they belong to the cli layer wherever they sit.
 CLI_MODULES = frozenset({"tritonsmith.cli", "tritonsmith.graphs.cli", "tritonsmith.suite.cli",
                          "tritonsmith.memory.cli", "tritonsmith.tools.cli_profile"})
-# Cycles inside files that other issues are editing right now (the evaluator's sandbox: #17; the
-# built-in generator: #18; the CLI: #21). Each goes by moving its shared helper down once those branches
-# are merged; the test fails when one disappears, so this list only shrinks.
+# Cycles inside files that other issues are editing right now (the built-in generator: #18; the CLI:
+# #21). Each goes by moving its shared helper down once those branches are merged; the test fails when
+# one disappears, so this list only shrinks.
 KNOWN_CYCLES = frozenset({
     frozenset({"tritonsmith.agents.builtin._dwconv", "tritonsmith.agents.builtin._kernels",
                "tritonsmith.agents.builtin._rowkernel", "tritonsmith.agents.builtin._scan",
@@ -157,6 +158,17 @@ def layer_violations(imports: Iterable[Import]) -> list[str]:
     return out
 
 
+def private_crossings(imports: Iterable[Import]) -> list[str]:
+    """Imports of another package's ``_private`` module: a package is used through its public names."""
+    out = []
+    for imp in imports:  # by folder: a CLI module inside memory/ may use memory's private modules
+        if imp.importer.split(".")[:2] == imp.imported.split(".")[:2]:
+            continue
+        if any(part.startswith("_") for part in imp.imported.split(".")[1:]):
+            out.append(f"{imp.importer}:{imp.line} imports {imp.imported}, private to {_package_of(imp.imported)}")
+    return out
+
+
 def import_cycles(imports: Iterable[Import]) -> set[frozenset[str]]:
     """Sets of files that import each other at run time, directly or through others (Tarjan's SCCs)."""
     graph: dict[str, set[str]] = {}
@@ -212,6 +224,10 @@ def test_imports_point_down(imports: list[Import]) -> None:
     assert layer_violations(imports) == []
 
 
+def test_packages_use_each_others_public_names(imports: list[Import]) -> None:
+    assert private_crossings(imports) == []
+
+
 def test_no_import_cycles_between_files(imports: list[Import]) -> None:
     cycles = import_cycles(imports)
     new = sorted(sorted(c) for c in cycles - KNOWN_CYCLES)
@@ -233,9 +249,11 @@ def test_the_checker_finds_upward_imports_and_cycles(tmp_path: Path) -> None:
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tritonsmith.tools.t import T\n")
     (pkg / "graphs" / "b.py").write_text("from tritonsmith.graphs import d\n\ndef g():\n    return d\n")
     (pkg / "graphs" / "d.py").write_text("from . import b\n")
-    (pkg / "tools" / "t.py").write_text("from tritonsmith.core.c import T2\nT = 1\n")
+    (pkg / "tools" / "t.py").write_text("from tritonsmith.core.c import T2\nfrom tritonsmith.core._x import y\nT = 1\n")
+    (pkg / "core" / "_x.py").write_text("y = 1\n")
     found = imports_of(tmp_path, PACKAGE)
     violations = layer_violations(found)
     assert any(v.startswith("tritonsmith.core.a:2 import of tritonsmith.graphs.b") for v in violations)
     assert any(v.startswith("tritonsmith.core.c:3 type-only import of tritonsmith.tools.t") for v in violations)
     assert import_cycles(found) == {frozenset({"tritonsmith.graphs.b", "tritonsmith.graphs.d"})}
+    assert private_crossings(found) == ["tritonsmith.tools.t:2 imports tritonsmith.core._x, private to core"]

@@ -34,17 +34,17 @@ _LAZY = {
     "EvalStatus": "tritonsmith.core.results",
     "Problem": "tritonsmith.core.problem",
     "ProblemError": "tritonsmith.core.problem",
-    "evaluate": "tritonsmith.evaluator._evaluate",
+    "evaluate": "tritonsmith.evaluator",
     "load_problem": "tritonsmith.core.problem",
 }
 
 if TYPE_CHECKING:
-    from tritonsmith.core.settings import KernelContext, Settings
-    from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph
-    from tritonsmith.graphs.optimizer import optimize
     from tritonsmith.core.problem import Problem, ProblemError, load_problem
     from tritonsmith.core.results import EvalResult, EvalStatus
-    from tritonsmith.evaluator._evaluate import evaluate
+    from tritonsmith.core.settings import KernelContext, Settings
+    from tritonsmith.evaluator import evaluate
+    from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph
+    from tritonsmith.graphs.optimizer import optimize
 
 
 def __getattr__(name: str) -> Any:

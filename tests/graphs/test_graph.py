@@ -10,11 +10,11 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from tritonsmith.agents.llm import LLMConfigurationError
+from tritonsmith.core.problem import Problem
+from tritonsmith.evaluator._evaluate import evaluate
 from tritonsmith.graphs import compile_kernel_graph, optimize
 from tritonsmith.graphs.testing import ScriptedChatModel, call_tool, reply, submit
 from tritonsmith.memory import InMemoryKernelMemory, record_from_eval
-from tritonsmith.core.problem import Problem
-from tritonsmith.evaluator._evaluate import evaluate
 
 RUN = {"device": "cpu", "trials": 1, "memory": False}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from memhelp import PROBLEMS, kernel_text
 
-from tritonsmith.memory import KernelRecord, RecordKind, device_class, record_from_eval, record_id
 from tritonsmith.core.problem import Problem
 from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
+from tritonsmith.memory import KernelRecord, RecordKind, device_class, record_from_eval, record_id
 
 
 def _timing(ms: float) -> Timing:

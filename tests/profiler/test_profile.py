@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tritonsmith.core.results import Timing
 from tritonsmith.profiler._aot import KernelFacts
 from tritonsmith.profiler._ncu import NcuKernel, NcuReport, parse_ncu_csv, run_ncu
-from tritonsmith.core.results import Timing
 from tritonsmith.profiler._sol import datasheet_ceilings, speed_of_light, work_count
 from tritonsmith.profiler._torch_profile import summarize_kernels
 from tritonsmith.profiler.profile import (ImplProfile, ProfileReport, ProfileStatus, hint_codes, profile_kernel,

@@ -1,7 +1,8 @@
 """Generators: they write ``ModelNew`` candidates for the refinement loop.
 
 :class:`Generator` is the contract (``generate(GenerationRequest) -> Candidate``); :class:`BuiltinGenerator`
-needs no LLM; :class:`LLMGenerator` drives any LangChain chat model. Importing this package loads
+needs no LLM; :class:`LLMGenerator` drives any LangChain chat model, with the tools
+:func:`default_toolkit` gives each request. Importing this package loads
 nothing heavy: each name is imported on first use.
 """
 
@@ -19,6 +20,7 @@ __all__ = [
     "LLMConfigurationError",
     "LLMGenerator",
     "TokenUsage",
+    "default_toolkit",
 ]
 
 _LAZY = {
@@ -30,9 +32,11 @@ _LAZY = {
     "BuiltinGenerator": "tritonsmith.agents.builtin",
     "LLMConfigurationError": "tritonsmith.agents.llm",
     "LLMGenerator": "tritonsmith.agents.llm",
+    "default_toolkit": "tritonsmith.agents._llm_tools",
 }
 
 if TYPE_CHECKING:
+    from tritonsmith.agents._llm_tools import default_toolkit
     from tritonsmith.agents.base import Attempt, Candidate, GenerationRequest, Generator, TokenUsage
     from tritonsmith.agents.builtin import BuiltinGenerator
     from tritonsmith.agents.llm import LLMConfigurationError, LLMGenerator

@@ -11,8 +11,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from tritonsmith.tools.submit import SUBMIT_TOOL_NAME, bad_arguments, submit_kernel
 
 if TYPE_CHECKING:
-    from tritonsmith.tools.ports import KernelProfiler, KernelStore
     from tritonsmith.core.problem import Problem
+    from tritonsmith.tools.ports import KernelProfiler, KernelStore
 
 __all__ = ["SUBMIT_TOOL_NAME", "kernel_search_tool", "profiler_tool", "submit_kernel"]
 

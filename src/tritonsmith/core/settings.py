@@ -29,57 +29,45 @@ __all__ = ["ENV", "GeneratorChoice", "KernelContext", "Settings"]
 
 GeneratorChoice = Literal["auto", "llm", "builtin"]
 
-# field -> environment variables, first set wins
-ENV: dict[str, tuple[str, ...]] = {
-    "model": ("TRITONSMITH_MODEL",),
-    "base_url": ("TRITONSMITH_BASE_URL", "OPENAI_BASE_URL"),
-    "api_key": ("TRITONSMITH_API_KEY", "OPENAI_API_KEY"),
-    "generator": ("TRITONSMITH_GENERATOR",),
-    "iterations": ("TRITONSMITH_ITERATIONS",),
-    "device": ("TRITONSMITH_DEVICE",),
-    "tolerance": ("TRITONSMITH_TOLERANCE",),
-    "policy": ("TRITONSMITH_POLICY",),
-    "trials": ("TRITONSMITH_TRIALS",),
-    "eval_timeout_s": ("TRITONSMITH_EVAL_TIMEOUT",),
-    "llm_timeout_s": ("TRITONSMITH_LLM_TIMEOUT",),
-    "max_retries": ("TRITONSMITH_MAX_RETRIES",),
-    "max_tool_rounds": ("TRITONSMITH_MAX_TOOL_ROUNDS",),
-    "temperature": ("TRITONSMITH_TEMPERATURE",),
-    "target_speedup": ("TRITONSMITH_TARGET_SPEEDUP",),
-    "scale": ("TRITONSMITH_SCALE",),
-    "memory_dir": ("TRITONSMITH_MEMORY_DIR",),
-    "use_memory": ("TRITONSMITH_USE_MEMORY",),
-    "profile": ("TRITONSMITH_PROFILE",),
-    "input_cost_per_mtok": ("TRITONSMITH_INPUT_COST",),
-    "output_cost_per_mtok": ("TRITONSMITH_OUTPUT_COST",),
-}
+
+def _layer(*env: str, show: bool = True) -> Any:
+    """A :class:`KernelContext` field: unset (None) by default, read from the first of ``env`` that is set."""
+    return field(default=None, repr=show, metadata={"env": env})
 
 
 @dataclass(frozen=True, kw_only=True)
 class KernelContext:
-    """One layer of settings; ``None`` means "not set here". See :class:`Settings` for the meaning of each."""
+    """One layer of settings; ``None`` means "not set here". See :class:`Settings` for the meaning of each.
 
-    model: str | None = None
-    base_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    generator: GeneratorChoice | None = None
-    iterations: int | None = None
-    device: str | None = None
-    tolerance: str | None = None
-    policy: str | None = None
-    trials: int | None = None
-    eval_timeout_s: float | None = None
-    llm_timeout_s: float | None = None
-    max_retries: int | None = None
-    max_tool_rounds: int | None = None
-    temperature: float | None = None
-    target_speedup: float | None = None
-    scale: bool | None = None
-    memory_dir: str | None = None
-    use_memory: bool | None = None
-    profile: bool | None = None
-    input_cost_per_mtok: float | None = None
-    output_cost_per_mtok: float | None = None
+    Each field also names its environment variables (``_layer(...)``): this class is the one list of
+    settings, and :data:`ENV` is read from it.
+    """
+
+    model: str | None = _layer("TRITONSMITH_MODEL")
+    base_url: str | None = _layer("TRITONSMITH_BASE_URL", "OPENAI_BASE_URL")
+    api_key: str | None = _layer("TRITONSMITH_API_KEY", "OPENAI_API_KEY", show=False)
+    generator: GeneratorChoice | None = _layer("TRITONSMITH_GENERATOR")
+    iterations: int | None = _layer("TRITONSMITH_ITERATIONS")
+    device: str | None = _layer("TRITONSMITH_DEVICE")
+    tolerance: str | None = _layer("TRITONSMITH_TOLERANCE")
+    policy: str | None = _layer("TRITONSMITH_POLICY")
+    trials: int | None = _layer("TRITONSMITH_TRIALS")
+    eval_timeout_s: float | None = _layer("TRITONSMITH_EVAL_TIMEOUT")
+    llm_timeout_s: float | None = _layer("TRITONSMITH_LLM_TIMEOUT")
+    max_retries: int | None = _layer("TRITONSMITH_MAX_RETRIES")
+    max_tool_rounds: int | None = _layer("TRITONSMITH_MAX_TOOL_ROUNDS")
+    temperature: float | None = _layer("TRITONSMITH_TEMPERATURE")
+    target_speedup: float | None = _layer("TRITONSMITH_TARGET_SPEEDUP")
+    scale: bool | None = _layer("TRITONSMITH_SCALE")
+    memory_dir: str | None = _layer("TRITONSMITH_MEMORY_DIR")
+    use_memory: bool | None = _layer("TRITONSMITH_USE_MEMORY")
+    profile: bool | None = _layer("TRITONSMITH_PROFILE")
+    input_cost_per_mtok: float | None = _layer("TRITONSMITH_INPUT_COST")
+    output_cost_per_mtok: float | None = _layer("TRITONSMITH_OUTPUT_COST")
+
+
+# field -> environment variables, first set wins
+ENV: dict[str, tuple[str, ...]] = {f.name: f.metadata["env"] for f in dataclasses.fields(KernelContext)}
 
 
 @dataclass(frozen=True, kw_only=True)

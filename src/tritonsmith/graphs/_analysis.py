@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonsmith.graphs.state import NO_CODE, AttemptRecord
 from tritonsmith.core.problem import Problem, ProblemError, ProblemInfo
+from tritonsmith.graphs.state import NO_CODE, AttemptRecord
 
 # H100-class figures for a roofline estimate (per-second rates); a ridge point = FLOP/s / (byte/s).
 _HBM_BYTES_S = 3.35e12

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool
 
 from tritonsmith.agents.base import Generator
-from tritonsmith.agents.llm import LLMConfigurationError, LLMGenerator, pricing_from
+from tritonsmith.agents.llm import LLMGenerator, pricing_from
 from tritonsmith.core.settings import KernelContext, Settings
 from tritonsmith.tools.ports import (
     Evaluator,
@@ -24,7 +24,6 @@ from tritonsmith.tools.ports import (
     as_store,
     default_evaluator,
     default_profiler,
-    module_available,
     open_default_memory,
 )
 
@@ -93,15 +92,10 @@ class GraphDeps:
         if choice == "llm" or (choice == "auto" and settings.llm_configured):
             return self._cached("llm", settings, lambda: self._llm(settings, None)), None
         builtin = self._cached("builtin", None, _builtin_generator)
-        if builtin is None:
-            raise LLMConfigurationError(
-                "no model configured and the built-in generator is not installed yet: set OPENAI_API_KEY "
-                "(or TRITONSMITH_API_KEY) for OpenAI, or --base-url / TRITONSMITH_BASE_URL for a local "
-                "OpenAI-compatible server (vLLM, Ollama), or pass a generator")
         return builtin, (AUTO_BUILTIN_NOTE if choice == "auto" else None)
 
     def _llm(self, settings: Settings, model: Any) -> LLMGenerator:
-        from tritonsmith.agents._llm_tools import default_toolkit
+        from tritonsmith.agents import default_toolkit
 
         kwargs: dict[str, Any] = {}
         if self.tools == "default":
@@ -113,14 +107,8 @@ class GraphDeps:
         return LLMGenerator(model, max_tool_rounds=settings.max_tool_rounds, pricing=pricing_from(settings), **kwargs)
 
 
-def _builtin_generator() -> Generator | None:
-    """``tritonsmith.agents.builtin.BuiltinGenerator()`` when that package provides it, else None."""
-    if not module_available("tritonsmith.agents.builtin"):
-        return None
-    import tritonsmith.agents.builtin as builtin
+def _builtin_generator() -> Generator:
+    """The built-in generator (imported here: building a graph must not import torch)."""
+    from tritonsmith.agents import BuiltinGenerator
 
-    cls = getattr(builtin, "BuiltinGenerator", None)
-    if cls is None:
-        log.info("tritonsmith.agents.builtin has no BuiltinGenerator yet")
-        return None
-    return cls()
+    return BuiltinGenerator()

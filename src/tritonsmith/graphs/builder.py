@@ -133,7 +133,8 @@ def _checked(extra_nodes: Sequence[ExtraNode]) -> Sequence[ExtraNode]:
             raise ValueError(f"extra node {extra.name!r}: after={extra.after!r} is not a node with a fixed next "
                              f"step; use one of {', '.join(INSERTABLE_AFTER)} ('decide' routes conditionally)")
         if extra.name in taken or extra.name in (START, END):
-            raise ValueError(f"extra node name {extra.name!r} is taken; the graph's nodes are {', '.join(sorted(taken))}")
+            raise ValueError(f"extra node name {extra.name!r} is taken; the graph's nodes are "
+                             f"{', '.join(sorted(taken))}")
         if not callable(extra.fn):
             raise TypeError(f"extra node {extra.name!r}: fn must be callable, not {type(extra.fn).__name__}")
         taken.add(extra.name)

@@ -45,8 +45,8 @@ def optimize_command(
     """Turn a PyTorch reference into a verified Triton kernel: generate, evaluate, profile, refine."""
     from tritonsmith.agents.llm import LLMConfigurationError, ModelUnavailableError
     from tritonsmith.cli import resolve_path
-    from tritonsmith.graphs.optimizer import optimize
     from tritonsmith.core.problem import ProblemError
+    from tritonsmith.graphs.optimizer import optimize
 
     if generator not in (None, "auto", "llm", "builtin"):
         raise typer.BadParameter(f"--generator must be auto, llm or builtin, not {generator!r}")

@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tritonsmith.core.results import EvalResult
 from tritonsmith.core.settings import GeneratorChoice, KernelContext, Settings
 from tritonsmith.graphs.builder import ExtraNode, compile_kernel_graph
 from tritonsmith.graphs.nodes import spec_from_problem
 from tritonsmith.graphs.state import AttemptRecord, KernelState
-from tritonsmith.core.results import EvalResult
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tritonsmith.memory._signature import ProblemSignature, normalize_source, problem_key, problem_signature
 from tritonsmith.core.problem import Problem
 from tritonsmith.core.results import EvalResult, EvalStatus
+from tritonsmith.memory._signature import ProblemSignature, normalize_source, problem_key, problem_signature
 
 __all__ = ["Evaluation", "KernelRecord", "Lineage", "RecordKind", "device_class", "record_from_eval", "record_id"]
 

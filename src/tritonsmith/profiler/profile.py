@@ -1,9 +1,9 @@
 """The profiler: where a candidate's time goes, and how far it is from the speed of light.
 
-``profile_kernel`` is the plain function; ``tritonsmith.tools.profile_kernel_tool`` wraps it for LangChain agents. On a
-GPU it times candidate, eager reference and (optionally) ``torch.compile`` in a worker process, breaks
-one forward of each into kernels (torch.profiler), reads Triton's compile facts of the candidate's
-kernels and, when ``ncu`` is there, hardware counters of the top kernels. On a CPU it still reports
+``profile_kernel`` is the plain function; ``tritonsmith.tools.profile_kernel_tool`` wraps it for LangChain
+agents. On a GPU it times candidate, eager reference and (optionally) ``torch.compile`` in a worker
+process, breaks one forward of each into kernels (torch.profiler), reads Triton's compile facts of the
+candidate's kernels and, when ``ncu`` is there, hardware counters of the top kernels. On a CPU it still reports
 the problem's FLOPs and minimum bytes, the bound on the target GPU, and compile facts of the
 candidate's kernels compiled ahead of time for that GPU. Candidate code only ever runs in a worker.
 """
@@ -26,11 +26,11 @@ from typing import Any
 from tritonsmith.core.device import gpu_likely, resolve_device
 from tritonsmith.core.modload import write_source
 from tritonsmith.core.problem import Problem, ProblemError, load_problem
-from tritonsmith.profiler._aot import KernelFacts
-from tritonsmith.profiler._ncu import GO_CANDIDATE, GO_REFERENCE, NcuJob, NcuKernel, NcuReport, run_process
 from tritonsmith.core.results import Timing, to_jsonable
 from tritonsmith.evaluator import prestart_worker, worker_env
 from tritonsmith.evaluator.sandbox import run_module
+from tritonsmith.profiler._aot import KernelFacts
+from tritonsmith.profiler._ncu import GO_CANDIDATE, GO_REFERENCE, NcuJob, NcuKernel, NcuReport, run_process
 from tritonsmith.profiler._sol import DeviceCeilings, SpeedOfLight, WorkCount, ceilings_for, speed_of_light, work_count
 from tritonsmith.profiler._torch_profile import ForwardBreakdown, breakdown_from_dict
 

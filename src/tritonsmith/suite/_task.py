@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tritonsmith.core.problem import Problem, ProblemError
-from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, ProblemRecord, write_atomic
 from tritonsmith.suite._adapt import outcome_from_optimize_result
 from tritonsmith.suite._outcome import OptimizeOutcome
+from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, ProblemRecord, write_atomic
 
 log = logging.getLogger(__name__)
 

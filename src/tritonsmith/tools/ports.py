@@ -88,7 +88,7 @@ class MemoryStore:
 
     def remember(self, problem: Problem, source: str, result: EvalResult, *, iteration: int,
                  generator: str) -> str | None:
-        from tritonsmith.memory._record import record_from_eval
+        from tritonsmith.memory import record_from_eval
 
         record = record_from_eval(problem, source, result, iteration=iteration, generator=generator)
         return self.memory.add(record).id
@@ -129,9 +129,7 @@ def open_default_memory(memory_dir: str | None) -> tuple[KernelStore | None, str
     The memory only helps the generator, so an unwritable directory or an unreachable Chroma server
     ends in a note, not a failed run.
     """
-    if not module_available("tritonsmith.memory"):
-        return None, "kernel memory not installed: running without it"
-    from tritonsmith.memory import open_memory
+    from tritonsmith.memory import open_memory  # here, not at import: chromadb loads only when a run needs it
 
     try:
         return MemoryStore(open_memory(memory_dir)), None
@@ -154,6 +152,6 @@ def is_default_profiler(profiler: object) -> bool:
     return isinstance(profiler, _ToolsProfiler)
 
 
-def default_profiler() -> KernelProfiler | None:
-    """The real profiler when ``tritonsmith.profiler.profile`` exists, else None."""
-    return _ToolsProfiler() if module_available("tritonsmith.profiler.profile") else None
+def default_profiler() -> KernelProfiler:
+    """The real profiler (``tritonsmith.profiler.profile_kernel``), loaded when it first runs."""
+    return _ToolsProfiler()

@@ -58,7 +58,8 @@ _MAX_FAILURES = 3
 _BASE_MODULES = (
     "torch", "torch.nn.functional", "numpy", "triton", "triton.language",
     "tritonsmith.evaluator.sandbox._worker", "tritonsmith.evaluator._trials", "tritonsmith.evaluator._guards",
-    "tritonsmith.evaluator._compare", "tritonsmith.evaluator._errors", "tritonsmith.core.problem_meta", "tritonsmith.core.modload",
+    "tritonsmith.evaluator._compare", "tritonsmith.evaluator._errors", "tritonsmith.core.problem_meta",
+    "tritonsmith.core.modload",
 )
 _CPU_MODULES = ("triton.runtime.interpreter",)
 _COMPILE_MODULES = (
