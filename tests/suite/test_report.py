@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tritonsmith.suite.cli import app
+from tritonsmith.cli import app
 from tritonsmith.suite.report import build_report, compare_runs, metrics, write_report
 from tritonsmith.suite.results import INVALID_PROBLEM, ProblemRecord, RunManifest, RunStore
 from tritonsmith.tools._results import BenchmarkReport, EvalResult, EvalStatus, Timing

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 __all__ = [
     "AttemptRecord",
     "KernelState",
+    "OptimizeInterrupted",
     "OptimizeResult",
     "build_kernel_graph",
     "compile_kernel_graph",
@@ -21,6 +22,7 @@ __all__ = [
 _LAZY = {
     "AttemptRecord": "tritonsmith.graphs.state",
     "KernelState": "tritonsmith.graphs.state",
+    "OptimizeInterrupted": "tritonsmith.graphs.optimizer",
     "OptimizeResult": "tritonsmith.graphs.optimizer",
     "build_kernel_graph": "tritonsmith.graphs.builder",
     "compile_kernel_graph": "tritonsmith.graphs.builder",
@@ -30,7 +32,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph
-    from tritonsmith.graphs.optimizer import OptimizeResult, optimize
+    from tritonsmith.graphs.optimizer import OptimizeInterrupted, OptimizeResult, optimize
     from tritonsmith.graphs.reward import reward_for
     from tritonsmith.graphs.state import AttemptRecord, KernelState
 

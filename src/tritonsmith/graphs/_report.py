@@ -13,7 +13,7 @@ __all__ = ["markdown_report", "runnable_kernel"]
 
 def _speed(speedup: float | None, basis: str) -> str:
     if basis == "unmeasured":
-        return "unmeasured (no GPU timing)"
+        return "unmeasured (CPU)"
     if speedup is None:
         return "-"
     return f"{speedup:.2f}x vs {basis}"

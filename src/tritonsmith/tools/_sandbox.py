@@ -34,6 +34,21 @@ log = logging.getLogger(__name__)
 
 # How the workers of this process were started ("zygote", "spawn"): the benchmarks record it.
 LAUNCHES: Counter[str] = Counter()
+# The workers running now, by pid: Ctrl-C must reach them (they live in sessions of their own).
+_RUNNING: dict[int, int] = {}
+
+
+def kill_running_workers() -> int:
+    """SIGKILL the process group of every worker running now (safe in a signal handler: no lock, no wait);
+    the waiting call then returns at once and reaps it. Returns how many groups were signalled."""
+    killed = 0
+    for pgid in list(_RUNNING.values()):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+            killed += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
 
 
 class _Worker(Protocol):
@@ -69,6 +84,7 @@ def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: di
     with open(log_path, "wb") as log_file:
         proc, key_pipe, launcher, startup_s = _launch(spec_path, workdir, log_file, env, spec["device"], timeout_s)
         timed_out = False
+        _RUNNING[id(proc)] = proc.pid
         try:
             _send_key(key_pipe, key)
             proc.wait(timeout=timeout_s)
@@ -79,6 +95,7 @@ def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: di
             proc.kill_group()
             raise
         finally:
+            _RUNNING.pop(id(proc), None)
             proc.kill_group()
     LAUNCHES[launcher] += 1
     result_path = Path(spec["result_path"])
@@ -114,6 +131,7 @@ def run_module(module: str, spec_path: Path, workdir: Path, *, timeout_s: float,
     with open(log_path, "wb") as log_file:
         proc, stdin, launcher, waited = _launch(spec_path, workdir, log_file, env, device, timeout_s, module=module)
         timed_out = False
+        _RUNNING[id(proc)] = proc.pid
         try:
             stdin.close()  # no key: EOF on the worker's stdin
             proc.wait(timeout=timeout_s)
@@ -121,6 +139,7 @@ def run_module(module: str, spec_path: Path, workdir: Path, *, timeout_s: float,
             timed_out = True
             log.warning("%s exceeded %.0f s; killing its process group", module, timeout_s)
         finally:
+            _RUNNING.pop(id(proc), None)
             proc.kill_group()
     LAUNCHES[launcher] += 1
     return ModuleOutcome(returncode=proc.returncode, timed_out=timed_out, output_tail=_tail(log_path),

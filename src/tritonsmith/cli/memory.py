@@ -6,17 +6,30 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
+from tritonsmith.cli._common import EXAMPLE_PREFIX, make_console, resolve_path
 from tritonsmith.memory._record import KernelRecord, RecordKind
 from tritonsmith.memory._store import KernelMemory, SearchFilters
 
 __all__ = ["memory_app"]
 
-memory_app = typer.Typer(help="The kernel memory: verified kernels to learn from.", no_args_is_help=True)
-console = Console()
+memory_app = typer.Typer(
+    help="The kernel memory: verified kernels to learn from ($TRITONSMITH_MEMORY_DIR, else "
+         "~/.local/share/tritonsmith/memory; optimize stores its verified kernels there unless --no-memory).",
+    epilog="Example: tritonsmith memory search example:softmax_reference.py --code",
+    no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+class _Console:
+    """The console of the running command, made when first used (piped output gets no wrapping)."""
+
+    def print(self, *args: object, **kwargs: object) -> None:
+        make_console().print(*args, **kwargs)  # type: ignore[arg-type]
+
+
+console = _Console()
 
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="store directory (default: $TRITONSMITH_MEMORY_DIR "
                                                           "or ~/.local/share/tritonsmith/memory)")]
@@ -53,10 +66,11 @@ def seed(directory: DirOpt = None, url: UrlOpt = None, embedder: EmbOpt = None) 
 
 @memory_app.command()
 def search(
-    query: Annotated[str, typer.Argument(help="free text, or a path to a KernelBench-format problem file")],
-    k: Annotated[int, typer.Option("-k", help="how many")] = 3,
-    device: Annotated[str | None, typer.Option(help="rank kernels measured on this GPU's class higher")] = None,
-    show_code: Annotated[bool, typer.Option("--code/--no-code")] = False,
+    query: Annotated[str, typer.Argument(help="free text, or a KernelBench-format problem file (or example:NAME)")],
+    k: Annotated[int, typer.Option("-k", min=1, help="how many")] = 3,
+    device: Annotated[str | None, typer.Option(help="rank kernels measured on this GPU's class higher "
+                                                    "(a GPU name, e.g. 'NVIDIA H200')")] = None,
+    show_code: Annotated[bool, typer.Option("--code/--no-code", help="print each kernel's source")] = False,
     directory: DirOpt = None,
     url: UrlOpt = None,
 ) -> None:
@@ -64,7 +78,7 @@ def search(
     from tritonsmith.problem import Problem
 
     mem = _open(directory, url, seed=True)
-    path = Path(query)
+    path = resolve_path(query, what="problem file") if query.startswith(EXAMPLE_PREFIX) else Path(query)
     q: str | Problem = Problem.from_file(path) if path.suffix == ".py" and path.is_file() else query
     hits = mem.search(q, k=k, device_name=device)
     if not hits:
@@ -79,7 +93,7 @@ def search(
 @memory_app.command("list")
 def list_(
     kind: Annotated[RecordKind | None, typer.Option(help="success or lesson")] = None,
-    limit: Annotated[int, typer.Option(help="at most this many")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 50,
     directory: DirOpt = None,
     url: UrlOpt = None,
 ) -> None:

@@ -10,7 +10,7 @@ import sys
 import typer
 from typer.testing import CliRunner
 
-from tritonsmith.graphs.cli import optimize_command
+from tritonsmith.cli.optimize import optimize_command
 
 app = typer.Typer()
 app.command("optimize")(optimize_command)
@@ -27,7 +27,7 @@ def test_optimize_writes_a_runnable_kernel_and_reports(tmp_path):
     assert report["status"] == "verified" and report["generator"] == "builtin" and report["ok"] is True
     assert report["attempts"][0]["reward_basis"] == "unmeasured"
     md = (out / "report.md").read_text()
-    assert "| 1 | builtin | default | correct | unmeasured (no GPU timing) | 0.500 |" in md
+    assert "| 1 | builtin | default | correct | unmeasured (CPU) | 0.500 |" in md
     kernel = out / "softmax_reference_triton.py"
     assert (out / "softmax_reference_reference.py").is_file()
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
