@@ -46,8 +46,8 @@ app.command("eval", epilog=eval.EPILOG)(eval.eval_command)
 app.command("bench", epilog=bench.EPILOG)(bench.bench_command)
 app.command("report", epilog=report.EPILOG)(report.report_command)
 app.command("profile", epilog=profile.EPILOG)(profile.profile_command)
-app.add_typer(memory_app, name="memory")
 app.command("search-web", epilog=search_web.EPILOG)(search_web.web_search_command)
+app.add_typer(memory_app, name="memory")  # typer lists command groups last anyway
 
 
 def main() -> None:

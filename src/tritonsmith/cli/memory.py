@@ -52,7 +52,7 @@ def _speed(r: KernelRecord) -> str:
     return f"{ev.speedup_vs_eager:.2f}x eager{c}"
 
 
-@memory_app.command()
+@memory_app.command(epilog="Example: tritonsmith memory seed --dir /tmp/kernels")
 def seed(directory: DirOpt = None, url: UrlOpt = None, embedder: EmbOpt = None) -> None:
     """Add the packaged seed library (idempotent)."""
     from tritonsmith.memory._seeds import seed_memory
@@ -64,7 +64,7 @@ def seed(directory: DirOpt = None, url: UrlOpt = None, embedder: EmbOpt = None) 
                   f"in {mem.location}")
 
 
-@memory_app.command()
+@memory_app.command(epilog="Example: tritonsmith memory search example:softmax_reference.py --code")
 def search(
     query: Annotated[str, typer.Argument(help="free text, or a KernelBench-format problem file (or example:NAME)")],
     k: Annotated[int, typer.Option("-k", min=1, help="how many")] = 3,
@@ -90,7 +90,7 @@ def search(
             console.print(Syntax(h.record.kernel_source, "python"))
 
 
-@memory_app.command("list")
+@memory_app.command("list", epilog="Example: tritonsmith memory list --kind lesson --limit 10")
 def list_(
     kind: Annotated[RecordKind | None, typer.Option(help="success or lesson")] = None,
     limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 50,
@@ -105,7 +105,7 @@ def list_(
     console.print(table)
 
 
-@memory_app.command()
+@memory_app.command(epilog="Example: tritonsmith memory show 3f2a9c (an id prefix from memory list)")
 def show(record_id: Annotated[str, typer.Argument(help="an id or a unique prefix")],
          directory: DirOpt = None, url: UrlOpt = None) -> None:
     """Show one record: its evaluation, lineage and kernel code."""
@@ -128,7 +128,7 @@ def show(record_id: Annotated[str, typer.Argument(help="an id or a unique prefix
     console.print(Syntax(rec.kernel_source, "python"))
 
 
-@memory_app.command("export")
+@memory_app.command("export", epilog="Example: tritonsmith memory export kernels.jsonl")
 def export_(path: Annotated[Path, typer.Argument(help="JSON-lines file to write")],
             directory: DirOpt = None, url: UrlOpt = None) -> None:
     """Export every record as JSON lines."""
@@ -136,7 +136,7 @@ def export_(path: Annotated[Path, typer.Argument(help="JSON-lines file to write"
     console.print(f"{n} record(s) written to {path}")
 
 
-@memory_app.command("import")
+@memory_app.command("import", epilog="Example: tritonsmith memory import kernels.jsonl --dir /tmp/kernels")
 def import_(path: Annotated[Path, typer.Argument(help="JSON-lines file from `memory export`")],
             directory: DirOpt = None, url: UrlOpt = None, embedder: EmbOpt = None) -> None:
     """Import records from an export (duplicates are skipped)."""
@@ -145,7 +145,7 @@ def import_(path: Annotated[Path, typer.Argument(help="JSON-lines file from `mem
     console.print(f"{added} record(s) added or updated, {len(results) - added} duplicate(s)")
 
 
-@memory_app.command()
+@memory_app.command(epilog="Example: tritonsmith memory stats")
 def stats(directory: DirOpt = None, url: UrlOpt = None) -> None:
     """Counts by kind, device class and origin."""
     s = _open(directory, url).stats()
