@@ -14,7 +14,7 @@ from langgraph.graph import END
 
 from tritonsmith.examples import example_path
 from tritonsmith.graphs import build_kernel_graph
-from tritonsmith.graphs.testing import ScriptedChatModel, submit
+from tritonsmith.graphs.testing import scripted_generator, submit
 
 
 def review(state: dict[str, Any]) -> dict[str, Any]:
@@ -27,8 +27,9 @@ def review(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    model = ScriptedChatModel(script=[submit(example_path("softmax_triton.py").read_text())])
-    graph = build_kernel_graph(model=model, memory=False)
+    generator = scripted_generator([submit(example_path("softmax_triton.py").read_text())])  # offline
+    graph = build_kernel_graph(generator=generator, memory=False)
+    print("nodes to hook onto:", ", ".join(n for n in graph.nodes))  # analyze, retrieve, generate, ...
     graph.add_node("review", review)
     graph.add_edge("remember", "review")
     graph.add_edge("review", END)
