@@ -126,3 +126,19 @@ with interruptible():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 130, done.stderr
     assert done.stdout == "cleaning up\n" and time.monotonic() - start < 20
+
+
+def test_after_ctrl_c_no_new_evaluation_starts_until_workers_are_allowed_again() -> None:
+    from tritonsmith.tools._sandbox import allow_workers, kill_running_workers
+    from tritonsmith.tools.evaluate import evaluate
+
+    reference, candidate = example_path("softmax_reference.py"), example_path("softmax_triton.py")
+    kill_running_workers(stop=True)  # what the Ctrl-C handler does
+    try:
+        start = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            evaluate(reference, candidate, device="cpu", trials=1)
+        assert time.monotonic() - start < 60  # refused once launched, not run to the end
+    finally:
+        allow_workers()
+    assert evaluate(reference, candidate, device="cpu", trials=1).ok

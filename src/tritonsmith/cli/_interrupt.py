@@ -3,7 +3,8 @@
 The evaluator's workers run in sessions of their own (a candidate must not take the caller down), so the
 terminal's SIGINT never reaches them, and the optimize loop waits for them in a LangGraph thread that a
 KeyboardInterrupt does not reach either. The handler therefore kills every running worker's process group
-itself before raising KeyboardInterrupt in the main thread.
+itself, and refuses new ones (an evaluation about to start after a generation or the zygote's start-up),
+before raising KeyboardInterrupt in the main thread.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from tritonsmith.tools._sandbox import kill_running_workers  # imported here: never import in a handler
+from tritonsmith.tools._sandbox import allow_workers, kill_running_workers  # never import in a handler
 
 __all__ = ["INTERRUPTED_EXIT", "interruptible"]
 
@@ -23,13 +24,13 @@ INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a Ctrl-C
 
 
 def _second(signum: int, frame: FrameType | None) -> None:
-    kill_running_workers()
+    kill_running_workers(stop=True)
     os._exit(INTERRUPTED_EXIT)
 
 
 def _first(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGINT, _second)
-    kill_running_workers()
+    kill_running_workers(stop=True)
     raise KeyboardInterrupt
 
 
@@ -46,3 +47,4 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        allow_workers()

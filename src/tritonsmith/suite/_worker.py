@@ -40,7 +40,7 @@ def main() -> None:
 def _exit_on_term(signum: int, frame: object) -> NoReturn:
     # The evaluation may wait in another thread (LangGraph runs nodes there) that SystemExit never reaches:
     # kill the sandboxed workers first, then SystemExit unwinds through the evaluator here.
-    kill_running_workers()
+    kill_running_workers(stop=True)
     raise SystemExit(128 + signum)
 
 

@@ -22,6 +22,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -36,11 +37,15 @@ log = logging.getLogger(__name__)
 LAUNCHES: Counter[str] = Counter()
 # The workers running now, by pid: Ctrl-C must reach them (they live in sessions of their own).
 _RUNNING: dict[int, int] = {}
+_STOPPED = threading.Event()  # set by Ctrl-C: no new worker starts until allow_workers()
 
 
-def kill_running_workers() -> int:
+def kill_running_workers(*, stop: bool = False) -> int:
     """SIGKILL the process group of every worker running now (safe in a signal handler: no lock, no wait);
-    the waiting call then returns at once and reaps it. Returns how many groups were signalled."""
+    the waiting call then returns at once and reaps it. With ``stop``, workers about to start are refused
+    (KeyboardInterrupt) until :func:`allow_workers`. Returns how many groups were signalled."""
+    if stop:
+        _STOPPED.set()
     killed = 0
     for pgid in list(_RUNNING.values()):
         try:
@@ -49,6 +54,16 @@ def kill_running_workers() -> int:
         except (ProcessLookupError, PermissionError):
             pass
     return killed
+
+
+def allow_workers() -> None:
+    """Let workers start again after ``kill_running_workers(stop=True)``."""
+    _STOPPED.clear()
+
+
+def _refuse_if_stopped() -> None:
+    if _STOPPED.is_set():
+        raise KeyboardInterrupt("stopped (Ctrl-C): no new evaluator worker")
 
 
 class _Worker(Protocol):
@@ -86,6 +101,7 @@ def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: di
         timed_out = False
         _RUNNING[id(proc)] = proc.pid
         try:
+            _refuse_if_stopped()  # checked once registered: a Ctrl-C just before is seen either way
             _send_key(key_pipe, key)
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -133,6 +149,7 @@ def run_module(module: str, spec_path: Path, workdir: Path, *, timeout_s: float,
         timed_out = False
         _RUNNING[id(proc)] = proc.pid
         try:
+            _refuse_if_stopped()
             stdin.close()  # no key: EOF on the worker's stdin
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
