@@ -160,3 +160,9 @@ def test_the_size_estimate_warns_before_a_long_cpu_evaluation_and_suggests_scale
     assert scaled.estimate_s is not None and scaled.estimate_s < 60 and len(scaled.lines) == 1
     small = precheck(Problem.from_file(example_path("softmax_reference.py")), device="cpu", scale=False, trials=5)
     assert len(small.lines) == 1 and small.lines[0].startswith("  reference: runs (")
+
+
+@pytest.mark.parametrize("args", [["--policy", "bogus"], ["--generator", "default"], ["--device", "tpu"]])
+def test_bench_refuses_a_bad_option_before_finding_problems(args: list[str], tmp_path: Path) -> None:
+    code, out = _invoke("bench", str(tmp_path / "nowhere"), *args, "--out", str(tmp_path / "run"))
+    assert code == 2 and "Invalid value" in out and not (tmp_path / "run").exists(), out

@@ -187,6 +187,7 @@ class _Progress:
                                  disable=not console.is_terminal)
         self.task = self.progress.add_task("starting the loop", total=None)
         self.iteration = 0
+        self.device = "cpu"
 
     def __enter__(self) -> _Progress:
         self.progress.start()
@@ -200,23 +201,25 @@ class _Progress:
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
+        if kind == "analyzed":
+            self.device = event.get("device", self.device)
         if kind in ("analyzed", "retrieved"):
             self.stage(f"iteration {self.iteration + 1}: generating a candidate")
         elif kind == "generated":
             self.iteration = max(self.iteration, event["iteration"])
             self.stage(f"iteration {event['iteration']}: evaluating the {event['generator']} candidate")
         elif kind == "evaluated":
-            self.console.print(_row(event))
+            self.console.print(_row(event, self.device))
             self.stage(f"iteration {event['iteration']}: profiling and deciding")
         elif kind == "decided":
             nxt = "generating a candidate" if event["action"] == "refine" else "saving"
             self.stage(f"iteration {self.iteration + (event['action'] == 'refine')}: {nxt}")
 
 
-def _row(e: dict[str, Any]) -> str:
+def _row(e: dict[str, Any], device: str) -> str:
     colour = _STATUS_COLOUR.get(e["status"], "white")
     if e.get("reward_basis") == "unmeasured":
-        speed = "speed unmeasured (CPU)"
+        speed = "speed unmeasured (CPU)" if device == "cpu" else "speed unmeasured (no timing)"
     elif e.get("speedup") is not None:
         speed = f"{e['speedup']:.2f}x vs {e['reward_basis']}"
     else:
