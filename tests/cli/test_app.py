@@ -166,3 +166,19 @@ def test_the_size_estimate_warns_before_a_long_cpu_evaluation_and_suggests_scale
 def test_bench_refuses_a_bad_option_before_finding_problems(args: list[str], tmp_path: Path) -> None:
     code, out = _invoke("bench", str(tmp_path / "nowhere"), *args, "--out", str(tmp_path / "run"))
     assert code == 2 and "Invalid value" in out and not (tmp_path / "run").exists(), out
+
+
+def test_the_main_command_piped_says_no_model_once_and_keeps_lines_whole(tmp_path: Path) -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRITONSMITH_", "OPENAI_"))}
+    env.update(TRITONSMITH_MEMORY_DIR=str(tmp_path / "memory"), COLUMNS="80")
+    done = subprocess.run([sys.executable, "-m", "tritonsmith.cli", "optimize", "example:softmax_reference.py",
+                           "--device", "cpu", "--trials", "1", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    both = done.stdout + done.stderr
+    assert both.count("no model configured") == 1, both
+    header = done.stdout.splitlines()[1]
+    assert len(header) > 80 and header.endswith("policy hybrid, tolerance kernelbench")  # not wrapped at 80
+    assert f"  memory: {tmp_path / 'memory'} (verified kernels are stored there" in done.stdout

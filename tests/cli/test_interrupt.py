@@ -142,3 +142,27 @@ def test_after_ctrl_c_no_new_evaluation_starts_until_workers_are_allowed_again()
     finally:
         allow_workers()
     assert evaluate(reference, candidate, device="cpu", trials=1).ok
+
+
+def test_an_interrupted_run_with_a_verified_attempt_writes_a_kernel_that_passes_eval(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tritonsmith.cli import app
+    from tritonsmith.cli.optimize import write_outputs
+    from tritonsmith.config import Settings
+    from tritonsmith.graphs.nodes import _record, spec_from_problem
+    from tritonsmith.graphs.optimizer import _interrupted
+    from tritonsmith.tools.evaluate import evaluate
+
+    reference, source = example_path("softmax_reference.py"), example_path("softmax_triton.py").read_text()
+    verified = _record({"iteration": 1, "generator": "builtin", "source": source, "note": "", "variant": None},
+                       evaluate(reference, source, device="cpu", trials=1), feedback="")
+    state = {"problem": spec_from_problem(reference), "attempts": [verified], "best": verified, "device": "cpu",
+             "generator": "builtin"}
+    result = _interrupted(state, Settings.resolve({"device": "cpu"}))  # what Ctrl-C after iteration 1 leaves
+    assert result.status == "verified" and result.reason == "interrupted (Ctrl-C) after 1 finished attempt"
+    written = write_outputs(result, tmp_path, reference=reference)
+    assert [p.name for p in written] == ["softmax_reference_triton.py", "softmax_reference_reference.py",
+                                         "check_softmax_reference.py", "report.json", "report.md"]
+    res = CliRunner().invoke(app, ["eval", str(written[1]), str(written[0]), "--device", "cpu", "--trials", "1"])
+    assert res.exit_code == 0, res.output

@@ -141,4 +141,4 @@ def test_add_node_example_runs():
     example = Path(__file__).resolve().parents[2] / "examples" / "add_node.py"
     run = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "review: verified at iteration 1 by the llm generator" in run.stdout
+    assert "review: verified at iteration 1 by the scripted generator" in run.stdout  # offline: not "llm"

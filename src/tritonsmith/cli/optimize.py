@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -27,7 +28,8 @@ _STATUS_COLOUR = {"correct": "green", "wrong_output": "red", "compile_error": "r
                   "timeout": "yellow", "crashed": "red", "rejected": "magenta", "no_code": "yellow"}
 
 EPILOG = ("Example: tritonsmith optimize example:softmax_reference.py --device cpu --out tritonsmith-out/softmax. "
-          "Results: the kernel (runnable: python KERNEL.py checks it), report.md and report.json in --out. "
+          "Results in --out: the kernel as verified (NAME_triton.py), a copy of its reference, check_NAME.py "
+          "(python check_NAME.py runs one against the other), report.md and report.json. "
           "Ctrl-C stops at once and keeps the finished attempts. Settings without a value on the command "
           "line come from TRITONSMITH_* environment variables, else the defaults shown.")
 
@@ -135,6 +137,8 @@ def _run(console: Console, ref_path: Path, layer: dict[str, Any], kernel: str | 
     from tritonsmith.problem import ProblemError
 
     view = _Progress(console)
+    nodes_log = logging.getLogger("tritonsmith.graphs.nodes")
+    nodes_log.addFilter(_said_in_header)
     try:
         with view:
             return optimize(ref_path, start_from=kernel, on_event=view.on_event, **layer)
@@ -149,6 +153,15 @@ def _run(console: Console, ref_path: Path, layer: dict[str, Any], kernel: str | 
         fail(str(exc), hint="--generator builtin runs without a model.")
     except (LLMConfigurationError, ProblemError, ValueError) as exc:
         fail(str(exc))
+    finally:
+        nodes_log.removeFilter(_said_in_header)
+
+
+def _said_in_header(record: logging.LogRecord) -> bool:
+    """Drop the loop's "no model configured" warning: the run's first lines already said it."""
+    from tritonsmith.graphs._resolve import AUTO_BUILTIN_NOTE
+
+    return record.getMessage() != AUTO_BUILTIN_NOTE
 
 
 def _finish(console: Console, result: OptimizeResult, target: Path, ref_path: Path) -> None:
@@ -231,9 +244,8 @@ def _row(e: dict[str, Any], device: str) -> str:
 
 
 def write_outputs(result: OptimizeResult, out: Path, *, reference: Path) -> list[Path]:
-    """Write the best kernel (runnable, next to a copy of its reference) and the JSON/Markdown reports."""
-    from tritonsmith.graphs._report import runnable_kernel
-
+    """Write the best kernel exactly as it was verified (``tritonsmith eval`` passes it), a copy of its
+    reference, a script that checks one against the other, and the JSON/Markdown reports."""
     out.mkdir(parents=True, exist_ok=True)
     name = safe_name(result.problem)
     written = []
@@ -241,9 +253,51 @@ def write_outputs(result: OptimizeResult, out: Path, *, reference: Path) -> list
         ref_copy = out / f"{name}_reference.py"
         ref_copy.write_text(reference.read_text())
         kernel = out / f"{name}_triton.py"
-        kernel.write_text(runnable_kernel(result.best_source, ref_copy.name))
-        written += [kernel, ref_copy]
+        kernel.write_text(result.best_source.rstrip() + "\n")
+        check = out / f"check_{name}.py"
+        check.write_text(_CHECK_SCRIPT.format(kernel=kernel.name, reference=ref_copy.name, check_name=check.name))
+        written += [kernel, ref_copy, check]
     report_json, report_md = out / "report.json", out / "report.md"
     report_json.write_text(json.dumps(result.to_dict(), indent=2))
     report_md.write_text(result.to_markdown())
     return [*written, report_json, report_md]
+
+
+# Beside the kernel, not inside it: the evaluator refuses a kernel file that reads the environment or
+# loads the reference (the checks that keep a candidate honest).
+_CHECK_SCRIPT = '''"""Run {kernel} against {reference} on random inputs: python {check_name}
+
+For the full check (fresh inputs over several trials, the guards, GPU timing): tritonsmith eval {reference} {kernel}
+"""
+
+import importlib.util
+import os
+import pathlib
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before the kernel imports triton: the CPU interpreter
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name[:-3], pathlib.Path(__file__).with_name(name))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ref, new = _load("{reference}"), _load("{kernel}")
+dev = "cuda" if torch.cuda.is_available() else "cpu"
+torch.manual_seed(0)
+init = ref.get_init_inputs()
+model = ref.Model(*init).to(dev)
+torch.manual_seed(0)
+candidate = new.ModelNew(*init).to(dev)
+candidate.load_state_dict(model.state_dict(), strict=False)
+inputs = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+with torch.no_grad():
+    want, got = model(*inputs), candidate(*inputs)
+err = (got.float() - want.float()).abs().max().item()
+print(f"max abs error vs the reference: {{err:.3e}}", "(ok)" if err < 1e-3 else "(CHECK)")
+'''

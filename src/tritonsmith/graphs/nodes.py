@@ -125,8 +125,8 @@ class KernelNodes:
               has_code=candidate.source is not None, tokens=u.input_tokens + u.output_tokens)
         update: dict[str, Any] = {"pending": pending, "usage": usage, "generator": generator.name,
                                   "exhausted": candidate.exhausted}
-        if note and note not in state.get("notes", []):  # once per run, not once per iteration; the caller shows it
-            log.info("%s", note)
+        if note and note not in state.get("notes", []):  # once per run, not once per iteration
+            log.warning("%s", note)
             update["notes"] = [note]
         return update
 
