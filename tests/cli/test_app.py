@@ -156,6 +156,8 @@ def test_the_size_estimate_warns_before_a_long_cpu_evaluation_and_suggests_scale
     check = precheck(problem, device="cpu", scale=False, trials=5)
     assert check.reference_s is not None and check.estimate_s is not None and check.estimate_s > 60
     assert "minutes in the Triton interpreter (5 trials); --scale shrinks its shapes" in " ".join(check.lines)
+    tight = precheck(problem, device="cpu", scale=False, trials=5, timeout_s=30)
+    assert "past the evaluator's 30 s limit (it would time out)" in " ".join(tight.lines)
     scaled = precheck(problem, device="cpu", scale=True, trials=5)
     assert scaled.estimate_s is not None and scaled.estimate_s < 60 and len(scaled.lines) == 1
     small = precheck(Problem.from_file(example_path("softmax_reference.py")), device="cpu", scale=False, trials=5)

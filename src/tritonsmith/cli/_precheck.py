@@ -22,6 +22,7 @@ _S_PER_ELEMENT = 2.8e-6
 _S_PER_FLOP = 4e-9
 _FIXED_S = 1.0  # loading the reference and the candidate, the guards
 SLOW_EVAL_S = 60.0  # above this, say so before the run starts
+CPU_TIMEOUT_S = 600.0  # the evaluator's default limit on the CPU
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +38,7 @@ def interpreter_seconds(info: ProblemInfo, trials: int) -> float:
     return _FIXED_S + trials * (elements * _S_PER_ELEMENT + (info.flops or 0) * _S_PER_FLOP)
 
 
-def precheck(problem: Problem, *, device: str, scale: bool, trials: int) -> Precheck:
+def precheck(problem: Problem, *, device: str, scale: bool, trials: int, timeout_s: float | None = None) -> Precheck:
     """Check the reference once (raises ``ProblemError`` as ``tritonsmith eval`` would) and size the work."""
     from tritonsmith._problem_meta import check_reference
     from tritonsmith.tools.evaluate import resolve_device
@@ -53,8 +54,10 @@ def precheck(problem: Problem, *, device: str, scale: bool, trials: int) -> Prec
             advice = ("--scale shrinks its shapes (reported): about "
                       f"{_duration(interpreter_seconds(problem.scaled().inspect(), trials))} then"
                       if not scale else "even scaled; fewer --trials shortens it")
+            limit = timeout_s or CPU_TIMEOUT_S
+            over = f", past the evaluator's {limit:.0f} s limit (it would time out)" if estimate > limit else ""
             lines.append(f"[yellow]warning:[/yellow] one CPU evaluation of this problem takes about "
-                         f"{_duration(estimate)} in the Triton interpreter ({trials} trials); {advice}. "
+                         f"{_duration(estimate)} in the Triton interpreter ({trials} trials){over}; {advice}. "
                          "Ctrl-C stops at any time and keeps the finished attempts.")
     return Precheck(reference_s=seconds, estimate_s=estimate, lines=lines)
 

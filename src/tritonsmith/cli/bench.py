@@ -6,7 +6,7 @@ import re
 import shutil
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -141,20 +141,22 @@ def bench_command(
         except (ProblemError, RunConfigError, ValueError, FileNotFoundError) as exc:
             fail(str(exc))
         except KeyboardInterrupt:
-            _interrupted(console, run_dir, write_report)
+            _interrupted(console, run_dir)
         report = write_report(run.run_dir)
     print_summary(console, report, run.run_dir)
     if run.not_started:
         console.print(f"[yellow]{len(run.not_started)} problems not started (time budget); rerun to continue[/yellow]")
 
 
-def _interrupted(console: Console, run_dir: Path, write_report: object) -> None:
+def _interrupted(console: Console, run_dir: Path) -> NoReturn:
+    """Ctrl-C: the finished problems are already in results.jsonl; write their report and say so."""
+    from tritonsmith.suite.report import write_report
     from tritonsmith.suite.results import RunStore
 
     store = RunStore(run_dir)
     n = len(store.finished_keys())
     if store.results_path.exists():
-        write_report(run_dir)  # type: ignore[operator]
+        write_report(run_dir)
     console.print(f"[yellow]interrupted[/yellow]: kept {n} finished problem{'s' if n != 1 else ''} in "
                   f"{escape(str(run_dir))} (results.jsonl, report.md); rerun the same command to resume")
     raise typer.Exit(INTERRUPTED_EXIT)

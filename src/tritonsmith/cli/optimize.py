@@ -78,7 +78,8 @@ def optimize_command(
     _header(console, prob.name, ref_path, settings, target)
     with interruptible():
         try:
-            check = precheck(prob, device=settings.device, scale=settings.scale, trials=settings.trials)
+            check = precheck(prob, device=settings.device, scale=settings.scale, trials=settings.trials,
+                             timeout_s=settings.eval_timeout_s)
         except ProblemError as exc:
             fail(str(exc))
         except KeyboardInterrupt:

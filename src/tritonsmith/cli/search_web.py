@@ -15,10 +15,10 @@ EPILOG = ('Example: tritonsmith search-web "triton tl.dot tf32" --trusted. Witho
 
 def web_search_command(
     query: Annotated[str, typer.Argument(help="what to search for")],
-    max_results: Annotated[int, typer.Option(help="number of results")] = 5,
+    max_results: Annotated[int, typer.Option(min=1, help="number of results")] = 5,
     domain: Annotated[list[str] | None, typer.Option(help="keep only results from this domain (repeatable)")] = None,
     trusted: Annotated[bool, typer.Option(help="keep only Triton/PyTorch docs, GitHub and paper sites")] = False,
-    timeout_s: Annotated[float, typer.Option(help="overall time limit in seconds")] = 8.0,
+    timeout_s: Annotated[float, typer.Option(min=0.1, help="overall time limit in seconds")] = 8.0,
     json_out: Annotated[bool, typer.Option("--json", help="print the response as JSON")] = False,
 ) -> None:
     """Search the web (cached, time-limited; prints why when unavailable)."""
