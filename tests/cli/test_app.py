@@ -184,3 +184,14 @@ def test_the_main_command_piped_says_no_model_once_and_keeps_lines_whole(tmp_pat
     header = done.stdout.splitlines()[1]
     assert len(header) > 80 and header.endswith("policy hybrid, tolerance kernelbench")  # not wrapped at 80
     assert f"  memory: {tmp_path / 'memory'} (verified kernels are stored there" in done.stdout
+
+
+def test_a_piped_usage_error_stays_on_one_line(tmp_path: Path) -> None:
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH")}
+    done = subprocess.run([sys.executable, "-m", "tritonsmith.cli", "optimize", str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert done.returncode == 2
+    line = next(line for line in done.stderr.splitlines() if "is a directory" in line)
+    assert "To run every problem of a directory: tritonsmith bench" in line, done.stderr

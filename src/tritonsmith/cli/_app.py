@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from typing import Annotated
 
 import typer
 
 from tritonsmith.cli import bench, eval, optimize, profile, report, search_web
+from tritonsmith.cli._common import PIPED_WIDTH
 from tritonsmith.cli.memory import memory_app
 
 __all__ = ["app", "main"]
@@ -52,4 +55,6 @@ app.add_typer(memory_app, name="memory")  # typer lists command groups last anyw
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not sys.stderr.isatty():  # typer's error and help boxes, piped: no wrapping at 80 columns mid-phrase
+        os.environ.setdefault("TERMINAL_WIDTH", str(PIPED_WIDTH))  # read when typer first formats one
     app()

@@ -18,6 +18,7 @@ from rich.markup import escape
 
 __all__ = [
     "EXAMPLE_PREFIX",
+    "PIPED_WIDTH",
     "Device",
     "GeneratorName",
     "Policy",
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 EXAMPLE_PREFIX = "example:"
-_PIPED_WIDTH = 200  # rich's 80 columns would wrap a piped line mid-phrase
+PIPED_WIDTH = 200  # rich's 80 columns would wrap a piped line mid-phrase
 
 
 class Device(str, Enum):
@@ -65,7 +66,7 @@ def make_console(*, stderr: bool = False) -> Console:
     if tty:
         return Console(stderr=stderr)
     columns = int(os.environ.get("COLUMNS", "0") or 0)
-    return Console(stderr=stderr, width=max(columns, _PIPED_WIDTH), soft_wrap=True)
+    return Console(stderr=stderr, width=max(columns, PIPED_WIDTH), soft_wrap=True)
 
 
 def fail(message: str, *, code: int = 2, hint: str | None = None) -> NoReturn:
