@@ -15,7 +15,7 @@ from typing import Any
 
 from tritonsmith.examples import example_path
 from tritonsmith.graphs import ExtraNode, build_kernel_graph
-from tritonsmith.graphs.testing import ScriptedChatModel, submit
+from tritonsmith.graphs.testing import scripted_generator, submit
 
 
 def review(state: dict[str, Any]) -> dict[str, Any]:
@@ -29,10 +29,10 @@ def review(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    model = ScriptedChatModel(script=[submit(example_path("softmax_triton.py").read_text())])
-    graph = build_kernel_graph(model=model, memory=False,
+    generator = scripted_generator([submit(example_path("softmax_triton.py").read_text())])  # offline
+    graph = build_kernel_graph(generator=generator, memory=False,
                                extra_nodes=[ExtraNode(name="review", fn=review, after="generate")])
-    print("nodes:", ", ".join(graph.nodes))
+    print("nodes to hook onto:", ", ".join(graph.nodes))  # analyze, retrieve, generate, ...
     print("review's edges:", ", ".join(f"{a} -> {b}" for a, b in sorted(graph.edges) if "review" in (a, b)))
     final = graph.compile().invoke({"problem": str(example_path("softmax_reference.py"))},
                                    context={"device": "cpu", "trials": 1})

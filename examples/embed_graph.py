@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 
 from tritonsmith.examples import example_path
 from tritonsmith.graphs import compile_kernel_graph
-from tritonsmith.graphs.testing import ScriptedChatModel, submit
+from tritonsmith.graphs.testing import scripted_generator, submit
 
 
 class AppState(TypedDict, total=False):
@@ -37,10 +37,10 @@ def publish(state: AppState) -> dict[str, str]:
 
 def main() -> None:
     if "--llm" in sys.argv:
-        model = None  # from the environment: OPENAI_API_KEY / OPENAI_BASE_URL / TRITONSMITH_MODEL
-    else:
-        model = ScriptedChatModel(script=[submit(example_path("softmax_triton.py").read_text())])
-    kernel_graph = compile_kernel_graph(model=model, memory=False, name="kernel")
+        generator = None  # an LLM from the environment: OPENAI_API_KEY / OPENAI_BASE_URL / TRITONSMITH_MODEL
+    else:  # offline: its events say generator "scripted", not "llm"
+        generator = scripted_generator([submit(example_path("softmax_triton.py").read_text())])
+    kernel_graph = compile_kernel_graph(generator=generator, memory=False, name="kernel")
 
     app = StateGraph(AppState)
     app.add_node("kernel", kernel_graph)

@@ -16,6 +16,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
     [
         ("call_tool.py", "status: wrong_output"),
         ("embed_graph.py", "(correct, reward 0.50)"),
+        ("embed_graph.py", "'generator': 'scripted'"),  # offline events do not claim an LLM
+        ("add_node.py", "nodes to hook onto: analyze, retrieve, generate, evaluate, profile, decide, remember"),
     ],
 )
 def test_example_runs(script: str, expected: str, tmp_path: Path) -> None:
@@ -24,3 +26,4 @@ def test_example_runs(script: str, expected: str, tmp_path: Path) -> None:
                           env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert expected in done.stdout
+    assert "'generator': 'llm'" not in done.stdout

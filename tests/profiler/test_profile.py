@@ -356,7 +356,7 @@ def test_cli_profile_json(tmp_path: Path) -> None:
     typer = pytest.importorskip("typer")
     from typer.testing import CliRunner
 
-    from tritonsmith.tools.cli_profile import profile_command
+    from tritonsmith.cli.profile import profile_command
 
     problem = tmp_path / "relu_div.py"
     problem.write_text(PROBLEM)

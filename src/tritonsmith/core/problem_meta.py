@@ -223,3 +223,33 @@ def _changes(original: dict[str, int], current: dict[str, int]) -> dict[str, tup
 def _fits(info: ProblemInfo, max_elements: int, max_flops: int) -> bool:
     sizes = [s.numel for s in info.inputs] + [s.numel for s in info.outputs] + [s.numel for _, s in info.parameters]
     return max(sizes, default=0) <= max_elements and (info.flops or 0) <= max_flops
+
+
+CHECK_MAX_BYTES = 1 << 28  # larger references are not run on the CPU up front (seconds to minutes of eager work)
+CHECK_MAX_FLOPS = 2 * 10**10
+
+
+def check_reference(problem: Problem) -> float | None:
+    """Run the reference once on the CPU on random inputs, as the evaluator's trials do, before anything is
+    generated for it; raise :class:`ProblemError` with the evaluator's own message when it fails. Returns
+    the forward's wall time in seconds, or None when the problem is too large to run on the CPU quickly
+    (over :data:`CHECK_MAX_BYTES` moved or :data:`CHECK_MAX_FLOPS`): the first evaluation checks it then."""
+    import time
+
+    import torch
+
+
+    info = problem.inspect()
+    moved = info.input_bytes + info.output_bytes + info.parameter_bytes
+    if moved > CHECK_MAX_BYTES or (info.flops or 0) > CHECK_MAX_FLOPS:
+        return None
+    module = exec_reference(problem.source, problem.name)
+    torch.manual_seed(0)
+    model, _, inputs = instantiate(module, problem.name, "cpu")
+    start = time.perf_counter()
+    try:
+        with torch.no_grad():
+            model(*inputs)
+    except Exception as exc:
+        raise ProblemError(f"{problem.name}: the reference forward raised {type(exc).__name__}: {exc}") from exc
+    return time.perf_counter() - start

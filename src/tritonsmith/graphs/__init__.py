@@ -9,10 +9,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "AUTO_BUILTIN_NOTE",
     "AttemptRecord",
     "ExtraNode",
     "KernelState",
     "NODE_NAMES",
+    "OptimizeInterrupted",
     "OptimizeResult",
     "build_kernel_graph",
     "compile_kernel_graph",
@@ -21,10 +23,12 @@ __all__ = [
 ]
 
 _LAZY = {
+    "AUTO_BUILTIN_NOTE": "tritonsmith.graphs._resolve",
     "AttemptRecord": "tritonsmith.graphs.state",
     "ExtraNode": "tritonsmith.graphs.builder",
     "NODE_NAMES": "tritonsmith.graphs.nodes",
     "KernelState": "tritonsmith.graphs.state",
+    "OptimizeInterrupted": "tritonsmith.graphs.optimizer",
     "OptimizeResult": "tritonsmith.graphs.optimizer",
     "build_kernel_graph": "tritonsmith.graphs.builder",
     "compile_kernel_graph": "tritonsmith.graphs.builder",
@@ -35,7 +39,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from tritonsmith.graphs.builder import ExtraNode, build_kernel_graph, compile_kernel_graph
     from tritonsmith.graphs.nodes import NODE_NAMES
-    from tritonsmith.graphs.optimizer import OptimizeResult, optimize
+    from tritonsmith.graphs.optimizer import OptimizeInterrupted, OptimizeResult, optimize
     from tritonsmith.graphs.reward import reward_for
     from tritonsmith.graphs.state import AttemptRecord, KernelState
 

@@ -11,9 +11,9 @@ if TYPE_CHECKING:
 __all__ = ["markdown_report", "runnable_kernel"]
 
 
-def _speed(speedup: float | None, basis: str) -> str:
+def _speed(speedup: float | None, basis: str, device: str = "cpu") -> str:
     if basis == "unmeasured":
-        return "unmeasured (no GPU timing)"
+        return "unmeasured (CPU)" if device == "cpu" else "unmeasured (no timing)"
     if speedup is None:
         return "-"
     return f"{speedup:.2f}x vs {basis}"
@@ -26,7 +26,7 @@ def markdown_report(result: OptimizeResult) -> str:
     if result.best_iteration is not None:
         best = next(a for a in result.attempts if a.iteration == result.best_iteration)
         lines.append(f"- **best**: iteration {best.iteration}, reward {best.reward:.3f} "
-                     f"({_speed(best.speedup, best.reward_basis)})")
+                     f"({_speed(best.speedup, best.reward_basis, result.device)})")
     tokens = result.input_tokens + result.output_tokens
     if tokens:
         cost = f", cost ${result.cost_usd:.4f}" if result.cost_usd is not None else ", cost not priced"
@@ -38,7 +38,7 @@ def markdown_report(result: OptimizeResult) -> str:
     for a in result.attempts:
         msg = a.message.replace("|", "\\|").replace("\n", " ")[:120]
         lines.append(f"| {a.iteration} | {a.generator} | {a.variant or ''} | {a.status} | "
-                     f"{_speed(a.speedup, a.reward_basis)} | {a.reward:.3f} | {msg} |")
+                     f"{_speed(a.speedup, a.reward_basis, result.device)} | {a.reward:.3f} | {msg} |")
     if result.best_source:
         lines += ["", "## Best kernel", "", "```python", result.best_source.rstrip(), "```"]
     return "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tritonsmith.core.problem import Problem
     from tritonsmith.tools.ports import Evaluator, KernelProfiler
 
-__all__ = ["AttemptSummary", "OptimizeResult", "ProgressEvent", "optimize"]
+__all__ = ["AttemptSummary", "OptimizeInterrupted", "OptimizeResult", "ProgressEvent", "optimize"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class OptimizeResult:
     """
 
     problem: str
-    status: Literal["verified", "gave_up"]
+    status: Literal["verified", "gave_up", "interrupted"]
     reason: str
     device: str
     generator: str
@@ -170,15 +170,34 @@ def optimize(
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or uuid.uuid4().hex}
     final: dict[str, Any] = {}
-    for mode, payload in graph.stream(state_in, config=config, stream_mode=["custom", "values"]):
-        if mode == "values":
-            final = payload
-        elif on_event is not None:
-            on_event(payload)
+    try:
+        for mode, payload in graph.stream(state_in, config=config, stream_mode=["custom", "values"]):
+            if mode == "values":
+                final = payload
+            elif on_event is not None:
+                on_event(payload)
+    except KeyboardInterrupt:
+        raise OptimizeInterrupted(_interrupted({**state_in, **final}, resolved)) from None
     result = OptimizeResult.from_state(final, resolved)  # type: ignore[arg-type]
     for note in result.notes:
         log.info("%s", note)
     return result
+
+
+class OptimizeInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`optimize`; ``result`` holds the attempts that finished before it (status
+    ``verified`` when one of them is, else ``interrupted``)."""
+
+    def __init__(self, result: OptimizeResult) -> None:
+        super().__init__(result.reason)
+        self.result = result
+
+
+def _interrupted(state: dict[str, Any], settings: Settings) -> OptimizeResult:
+    result = OptimizeResult.from_state(state, settings)  # type: ignore[arg-type]
+    n = len(result.attempts)
+    reason = f"interrupted (Ctrl-C) after {n} finished attempt{'s' if n != 1 else ''}"
+    return replace(result, status="verified" if result.best_source is not None else "interrupted", reason=reason)
 
 
 def _read_kernel(value: str | Path) -> str:

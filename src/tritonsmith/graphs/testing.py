@@ -22,7 +22,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict, Field, PrivateAttr
 
-__all__ = ["ScriptExhausted", "ScriptedChatModel", "call_tool", "reply", "submit"]
+__all__ = ["ScriptExhausted", "ScriptedChatModel", "call_tool", "reply", "scripted_generator", "submit"]
 
 _ids = itertools.count(1)
 
@@ -95,3 +95,13 @@ class ScriptedChatModel(BaseChatModel):
         if not isinstance(message, AIMessage):
             raise TypeError(f"script entries must give AIMessages, got {type(message).__name__}")
         return ChatResult(generations=[ChatGeneration(message=message.model_copy())])
+
+
+def scripted_generator(script: Sequence[Any]) -> Any:
+    """The LLM generator driving a :class:`ScriptedChatModel` (offline), named ``scripted`` so that its
+    events and reports never claim that a language model wrote the kernels."""
+    from tritonsmith.agents.llm import LLMGenerator
+
+    generator = LLMGenerator(ScriptedChatModel(script=list(script)), server="scripted (offline)")
+    generator.name = "scripted"  # type: ignore[misc]
+    return generator

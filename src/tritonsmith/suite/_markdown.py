@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tritonsmith.suite._report_model import BASELINES, FAST_P, Metrics, SuiteReport, problem_row
+from tritonsmith.suite.results import ProblemRecord
 
 _BASELINE_NAMES = {"eager": "eager PyTorch", "compile": "torch.compile"}
 
@@ -30,6 +31,8 @@ def report_markdown(report: SuiteReport, plots: Sequence[str]) -> str:
     lines += _notes(report, timed)
     if plots:
         lines += ["## Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    else:
+        lines += ["## Plots", "", "No plots: they show speedups, and nothing in this run was timed on a GPU.", ""]
     lines += ["## Problems", "", *_problem_table(report), ""]
     return "\n".join(lines)
 
@@ -37,7 +40,7 @@ def report_markdown(report: SuiteReport, plots: Sequence[str]) -> str:
 def _metrics_table(report: SuiteReport, base: str, timed: bool) -> list[str]:
     heads = ["scope", "problems", "correct"] + [f"fast_{p:g}" for p in FAST_P] + ["geomean speedup (n)"]
     rows = [_metrics_row("all", report.summary, base)]
-    if len(report.levels) > 1 or (report.levels and "all" not in report.levels):
+    if len(report.levels) > 1:  # a single level (or none) would repeat the row above
         rows += [_metrics_row(name, lm, base) for name, lm in report.levels.items()]
     return [_row(heads), _row(["---"] * len(heads)), *rows]
 
@@ -91,9 +94,10 @@ def _problem_table(report: SuiteReport) -> list[str]:
     for r in report.records:
         row = problem_row(r)
         tokens = row["input_tokens"] + row["output_tokens"]
+        untimed = _untimed(r)
         out.append(_row([f"`{r.key}`", str(r.level if r.level is not None else ""), _status(r.status, r.message),
-                         _x(row["speedup_vs_eager"]), _x(row["speedup_vs_compile"]),
-                         f"{row['candidate_ms']:.4f}" if row["candidate_ms"] is not None else "",
+                         _x(row["speedup_vs_eager"]) or untimed, _x(row["speedup_vs_compile"]) or untimed,
+                         f"{row['candidate_ms']:.4f}" if row["candidate_ms"] is not None else untimed,
                          str(r.iterations), str(tokens) if tokens else "",
                          f"${r.cost_usd:.4f}" if r.cost_usd is not None else "", f"{r.wall_s:.1f}"]))
     return out
@@ -118,6 +122,13 @@ def comparison_markdown(data: dict[str, Any]) -> str:
                            _x(r["speedup_b"]), f"{r['ratio_b_over_a']:.2f}" if r["ratio_b_over_a"] else "",
                            f"{r['noise']:.1%}" if r["noise"] is not None else "", agree]))
     return "\n".join(lines) + "\n"
+
+
+def _untimed(r: ProblemRecord) -> str:
+    """What a speed cell says without a number: why there is none."""
+    if not r.ok:
+        return "-"
+    return "unmeasured (CPU)" if r.device == "cpu" else "unmeasured"
 
 
 def _status(status: str, message: str) -> str:

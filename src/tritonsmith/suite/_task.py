@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tritonsmith.core.problem import Problem, ProblemError
+from tritonsmith.core.problem_meta import check_reference
 from tritonsmith.suite._adapt import outcome_from_optimize_result
 from tritonsmith.suite._outcome import OptimizeOutcome
 from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, ProblemRecord, write_atomic
@@ -30,7 +31,7 @@ class OptimizeFn(Protocol):
     """The optimize loop as the runner calls it (``tritonsmith.graphs.optimize`` fits it).
 
     ``generator`` is a name (``"builtin"``, ``"llm"``, ``"auto"``) or None for the loop's default;
-    ``settings`` are evaluator settings (``trials``, ``tolerance``, ``eval_timeout_s``, ``use_memory``).
+    ``settings`` are evaluator settings (``trials``, ``tolerance``, ``policy``, ``eval_timeout_s``, ``use_memory``).
     It may return an :class:`OptimizeOutcome` or tritonsmith's ``OptimizeResult``.
     """
 
@@ -52,6 +53,7 @@ class SuiteTask:
     optimize_fn: str | None = None
     trials: int = 5
     tolerance: str = "kernelbench"
+    policy: str = "hybrid"
     scale: bool = False
     timeout_s: float | None = None
     use_memory: bool = False
@@ -97,7 +99,8 @@ def _score(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> ProblemRe
     from tritonsmith.evaluator import evaluate
 
     result = evaluate(problem, Path(task.candidate_path), device=task.device,  # type: ignore[arg-type]
-                      trials=task.trials, tolerance=task.tolerance, scale=task.scale, timeout_s=task.timeout_s)
+                      trials=task.trials, tolerance=task.tolerance, policy=task.policy, scale=task.scale,
+                      timeout_s=task.timeout_s)
     return ProblemRecord(problem=problem.name, status=result.status.value, message=result.message, result=result,
                          iterations=1, candidate_file=task.candidate_path, **base)
 
@@ -107,7 +110,9 @@ def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> Proble
     if task.scale:
         problem = problem.scaled()
         base = {**base, "scaling_note": problem.scaling_note}
-    settings: dict[str, Any] = {"trials": task.trials, "tolerance": task.tolerance, "use_memory": task.use_memory}
+    check_reference(problem)  # as `tritonsmith eval` does, before any generation (raises ProblemError)
+    settings: dict[str, Any] = {"trials": task.trials, "tolerance": task.tolerance, "policy": task.policy,
+                                "use_memory": task.use_memory}
     if task.timeout_s is not None:
         settings["eval_timeout_s"] = task.timeout_s
     raw = fn(problem, generator=generator_choice(task.generator), iterations=task.iterations, device=task.device,

@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from tritonsmith.suite._task import SuiteTask, execute_task
 from tritonsmith.suite.pool import install_gpu_lock
+from tritonsmith.evaluator.sandbox import kill_running_workers
 
 _PR_SET_PDEATHSIG = 1
 
@@ -37,7 +38,9 @@ def main() -> None:
 
 
 def _exit_on_term(signum: int, frame: object) -> NoReturn:
-    # SystemExit unwinds through the evaluator, which then kills its sandboxed candidate process.
+    # The evaluation may wait in another thread (LangGraph runs nodes there) that SystemExit never reaches:
+    # kill the sandboxed workers first, then SystemExit unwinds through the evaluator here.
+    kill_running_workers(stop=True)
     raise SystemExit(128 + signum)
 
 

@@ -7,6 +7,7 @@ the next append cuts off. Reading keeps the last record of each problem.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -120,7 +121,10 @@ class ProblemRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class RunManifest:
-    """The settings a run directory was started with; a rerun must match them to resume."""
+    """The settings a run directory was started with; a rerun must match them to resume.
+
+    ``settings`` holds the evaluator's settings (trials, tolerance, policy, scale, use_memory); every one
+    of them, like mode, device, generator, iterations and the code version, changes results."""
 
     mode: str
     device: str
@@ -129,9 +133,18 @@ class RunManifest:
     problems: tuple[str, ...]
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     settings: dict[str, Any] = field(default_factory=dict)
+    version: str = field(default_factory=code_version)
 
-    def identity(self) -> tuple[Any, ...]:
-        return (self.mode, self.device, self.generator, self.iterations)
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes a result: a resume must match it exactly."""
+        return {"mode": self.mode, "device": self.device, "generator": self.generator,
+                "iterations": self.iterations, **self.settings, "version": self.version}
+
+    def differences(self, other: RunManifest) -> list[str]:
+        """``name: was X, now Y`` for each result-changing setting ``other`` changes."""
+        mine, theirs = self.identity(), other.identity()
+        return [f"{k}: was {mine.get(k)!r}, now {theirs.get(k)!r}" for k in dict.fromkeys([*mine, *theirs])
+                if mine.get(k) != theirs.get(k)]
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -140,7 +153,8 @@ class RunManifest:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunManifest:
-        return cls(**{**data, "problems": tuple(data.get("problems", ()))})
+        # run.json files written before the version was stored: "unknown", so that a resume refuses
+        return cls(**{"version": "unknown", **data, "problems": tuple(data.get("problems", ()))})
 
 
 class RunStore:
@@ -189,12 +203,13 @@ class RunStore:
         old = self.read_manifest()
         if old is not None and old.identity() != manifest.identity():
             raise RunConfigError(
-                f"{self.run_dir} holds a run with mode/device/generator/iterations {old.identity()}, "
-                f"not {manifest.identity()}; use another --out directory to start a new run"
+                f"{self.run_dir} holds a run started with other settings ({'; '.join(old.differences(manifest))}); "
+                "its results would mix with these. Rerun with its settings to resume, or start over with "
+                "--force-new (the old run is kept beside it) or another --out directory"
             )
         if old is not None:
             extra = tuple(k for k in manifest.problems if k not in set(old.problems))
-            manifest = replace(old, problems=old.problems + extra, settings={**old.settings, **manifest.settings})
+            manifest = replace(old, problems=old.problems + extra)
         write_atomic(self.manifest_path, json.dumps(manifest.to_dict(), indent=2))
         return manifest
 
@@ -222,11 +237,19 @@ class RunStore:
                 f.truncate(keep)
 
 
+@functools.cache
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it; done once
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never a mix."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would differ from every other file we write
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

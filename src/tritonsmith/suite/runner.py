@@ -134,7 +134,7 @@ def match_candidates(problems: Sequence[SuiteProblem], candidates: str | Path) -
 def run_suite(problems: Sequence[SuiteProblem], out: str | Path, *, mode: str = OPTIMIZE,
               generator: str | None = None, iterations: int = 3, device: str = "auto", workers: int | None = None,
               slots_per_gpu: int = 1, optimize_fn: str | Callable[..., Any] | None = None, trials: int = 5,
-              tolerance: str = "kernelbench", scale: bool = False, timeout_s: float | None = None,
+              tolerance: str = "kernelbench", policy: str = "hybrid", scale: bool = False, timeout_s: float | None = None,
               time_budget_s: float | None = None, use_memory: bool = False, pool: SuitePool | None = None,
               progress: SuiteProgress | None = None) -> SuiteRun:
     """Run every unfinished problem of ``problems`` into the run directory ``out``.
@@ -152,7 +152,7 @@ def run_suite(problems: Sequence[SuiteProblem], out: str | Path, *, mode: str = 
     store = RunStore(out)
     manifest = RunManifest(mode=mode, device=dev, generator=generator if mode == OPTIMIZE else None,
                            iterations=iterations if mode == OPTIMIZE else 1, problems=tuple(p.key for p in problems),
-                           settings={"trials": trials, "tolerance": tolerance, "scale": scale,
+                           settings={"trials": trials, "tolerance": tolerance, "policy": policy, "scale": scale,
                                      "use_memory": use_memory})
     store.open_run(manifest)
     done = store.finished_keys()
@@ -161,7 +161,8 @@ def run_suite(problems: Sequence[SuiteProblem], out: str | Path, *, mode: str = 
     tasks = [SuiteTask(key=p.key, problem_path=str(p.path), level=p.level, mode=mode, device=dev,
                        run_dir=str(store.run_dir.resolve()), candidate_path=str(p.candidate) if p.candidate else None,
                        generator=generator, iterations=iterations, optimize_fn=fn_ref, trials=trials,
-                       tolerance=tolerance, scale=scale, timeout_s=timeout_s, use_memory=use_memory) for p in todo]
+                       tolerance=tolerance, policy=policy, scale=scale, timeout_s=timeout_s, use_memory=use_memory)
+             for p in todo]
     if pool is None:
         if dev == "cpu":  # no more interpreter workers than cores or problems
             workers = min(workers or available_cores(), max(1, len(tasks)))

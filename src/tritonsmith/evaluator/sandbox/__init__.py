@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "Job",
+    "allow_workers",
+    "kill_running_workers",
     "WorkerOutcome",
     "build_models",
     "call_candidate",
@@ -24,6 +26,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "allow_workers": "tritonsmith.evaluator.sandbox._sandbox",
+    "kill_running_workers": "tritonsmith.evaluator.sandbox._sandbox",
     "WorkerOutcome": "tritonsmith.evaluator.sandbox._sandbox",
     "prestart": "tritonsmith.evaluator.sandbox._sandbox",
     "run_module": "tritonsmith.evaluator.sandbox._sandbox",
@@ -36,7 +40,14 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from tritonsmith.evaluator.sandbox._sandbox import WorkerOutcome, prestart, run_module, run_worker
+    from tritonsmith.evaluator.sandbox._sandbox import (
+        WorkerOutcome,
+        allow_workers,
+        kill_running_workers,
+        prestart,
+        run_module,
+        run_worker,
+    )
     from tritonsmith.evaluator._calls import call_candidate
     from tritonsmith.evaluator.sandbox._worker import Job, build_models, input_factory, load_candidate
 

@@ -22,6 +22,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -34,6 +35,35 @@ log = logging.getLogger(__name__)
 
 # How the workers of this process were started ("zygote", "spawn"): the benchmarks record it.
 LAUNCHES: Counter[str] = Counter()
+# The workers running now, by pid: Ctrl-C must reach them (they live in sessions of their own).
+_RUNNING: dict[int, int] = {}
+_STOPPED = threading.Event()  # set by Ctrl-C: no new worker starts until allow_workers()
+
+
+def kill_running_workers(*, stop: bool = False) -> int:
+    """SIGKILL the process group of every worker running now (safe in a signal handler: no lock, no wait);
+    the waiting call then returns at once and reaps it. With ``stop``, workers about to start are refused
+    (KeyboardInterrupt) until :func:`allow_workers`. Returns how many groups were signalled."""
+    if stop:
+        _STOPPED.set()
+    killed = 0
+    for pgid in list(_RUNNING.values()):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+            killed += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
+
+
+def allow_workers() -> None:
+    """Let workers start again after ``kill_running_workers(stop=True)``."""
+    _STOPPED.clear()
+
+
+def _refuse_if_stopped() -> None:
+    if _STOPPED.is_set():
+        raise KeyboardInterrupt("stopped (Ctrl-C): no new evaluator worker")
 
 
 class _Worker(Protocol):
@@ -69,7 +99,9 @@ def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: di
     with open(log_path, "wb") as log_file:
         proc, key_pipe, launcher, startup_s = _launch(spec_path, workdir, log_file, env, spec["device"], timeout_s)
         timed_out = False
+        _RUNNING[id(proc)] = proc.pid
         try:
+            _refuse_if_stopped()  # checked once registered: a Ctrl-C just before is seen either way
             _send_key(key_pipe, key)
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -79,6 +111,7 @@ def run_worker(spec: dict[str, Any], workdir: Path, *, timeout_s: float, env: di
             proc.kill_group()
             raise
         finally:
+            _RUNNING.pop(id(proc), None)
             proc.kill_group()
     LAUNCHES[launcher] += 1
     result_path = Path(spec["result_path"])
@@ -114,13 +147,16 @@ def run_module(module: str, spec_path: Path, workdir: Path, *, timeout_s: float,
     with open(log_path, "wb") as log_file:
         proc, stdin, launcher, waited = _launch(spec_path, workdir, log_file, env, device, timeout_s, module=module)
         timed_out = False
+        _RUNNING[id(proc)] = proc.pid
         try:
+            _refuse_if_stopped()
             stdin.close()  # no key: EOF on the worker's stdin
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
             log.warning("%s exceeded %.0f s; killing its process group", module, timeout_s)
         finally:
+            _RUNNING.pop(id(proc), None)
             proc.kill_group()
     LAUNCHES[launcher] += 1
     return ModuleOutcome(returncode=proc.returncode, timed_out=timed_out, output_tail=_tail(log_path),

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from tritonsmith.memory._seeds import SEED_DIR
-from tritonsmith.memory.cli import memory_app
+from tritonsmith.cli.memory import memory_app
 
 runner = CliRunner()
 

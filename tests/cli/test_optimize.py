@@ -10,7 +10,8 @@ import sys
 import typer
 from typer.testing import CliRunner
 
-from tritonsmith.graphs.cli import optimize_command
+from tritonsmith.cli import app as tritonsmith_app
+from tritonsmith.cli.optimize import optimize_command
 
 app = typer.Typer()
 app.command("optimize")(optimize_command)
@@ -27,13 +28,16 @@ def test_optimize_writes_a_runnable_kernel_and_reports(tmp_path):
     assert report["status"] == "verified" and report["generator"] == "builtin" and report["ok"] is True
     assert report["attempts"][0]["reward_basis"] == "unmeasured"
     md = (out / "report.md").read_text()
-    assert "| 1 | builtin | default | correct | unmeasured (no GPU timing) | 0.500 |" in md
-    kernel = out / "softmax_reference_triton.py"
-    assert (out / "softmax_reference_reference.py").is_file()
+    assert "| 1 | builtin | default | correct | unmeasured (CPU) | 0.500 |" in md
+    kernel, reference = out / "softmax_reference_triton.py", out / "softmax_reference_reference.py"
+    assert kernel.read_text() == report["best_source"].rstrip() + "\n"  # the verified source, verbatim
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    run = subprocess.run([sys.executable, str(kernel)], capture_output=True, text=True, timeout=300, env=env)
+    run = subprocess.run([sys.executable, str(out / "check_softmax_reference.py")], capture_output=True, text=True,
+                         timeout=300, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "max abs error vs the reference" in run.stdout and "(ok)" in run.stdout
+    again = CliRunner().invoke(tritonsmith_app, ["eval", str(reference), str(kernel), "--device", "cpu", "--trials", "2"])
+    assert again.exit_code == 0, again.output  # a file we write passes our own eval
 
 
 def test_llm_without_a_key_exits_2_with_what_to_configure(tmp_path):

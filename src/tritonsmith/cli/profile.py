@@ -1,4 +1,4 @@
-"""CLI commands ``tritonsmith profile`` and ``tritonsmith search-web`` (registered by ``tritonsmith.cli``)."""
+"""``tritonsmith profile``: speed of light, per-kernel times, counters and compile facts of a problem or kernel."""
 
 from __future__ import annotations
 
@@ -7,66 +7,52 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from tritonsmith.cli._common import Device, fail, make_console, resolve_path
+from tritonsmith.cli._interrupt import INTERRUPTED_EXIT, interruptible
+
 if TYPE_CHECKING:
     from rich.console import Console
 
     from tritonsmith.profiler import ProfileReport
 
-__all__ = ["profile_command", "web_search_command"]
+__all__ = ["profile_command"]
+
+EPILOG = ("Example: tritonsmith profile example:softmax_reference.py example:softmax_triton.py --device cpu "
+          "(on the CPU: FLOPs, bytes, the bound and compile facts; times need a GPU).")
 
 
 def profile_command(
     problem: Annotated[str, typer.Argument(help="KernelBench-format problem file (Model, get_inputs, get_init_inputs), "
                                                "or example:NAME")],
     candidate: Annotated[str | None, typer.Argument(help="Triton candidate file defining ModelNew, or example:NAME")] = None,
-    device: Annotated[str, typer.Option(help="auto, cuda or cpu (cpu: counts, bound and ahead-of-time compile facts)")] = "auto",
+    device: Annotated[Device, typer.Option(help="cpu: counts, bound and ahead-of-time compile facts")] = Device.auto,
     json_out: Annotated[bool, typer.Option("--json", help="print the full report as JSON")] = False,
     ncu: Annotated[bool, typer.Option(help="collect Nsight Compute counters when ncu is available")] = True,
     compiled: Annotated[bool, typer.Option(help="also profile torch.compile of the reference")] = False,
     target_gpu: Annotated[str | None, typer.Option(help="GPU whose ceilings a CPU profile uses")] = None,
 ) -> None:
-    """Where the time goes and how far from the speed of light: the problem's FLOPs and bytes, the bound,
-    per-kernel times, Triton compile facts, hardware counters, and the next thing to try."""
-    from rich.console import Console
+    """Where the time goes and how far from the speed of light: FLOPs, bytes, bound, kernel times, counters.
 
-    from tritonsmith.cli import resolve_path
+    Also the Triton compile facts and the next thing to try."""
     from tritonsmith.core.problem import ProblemError
     from tritonsmith.profiler import profile_kernel
 
-    console = Console()
-    problem_path = resolve_path(problem)
-    candidate_path = resolve_path(candidate) if candidate else None
-    try:
-        report = profile_kernel(problem_path, candidate_path, device=device, ncu=ncu,
-                                compiled=compiled, target_gpu=target_gpu)
-    except (ProblemError, ValueError, FileNotFoundError) as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+    console = make_console()
+    problem_path = resolve_path(problem, what="problem file")
+    candidate_path = resolve_path(candidate, what="candidate file") if candidate else None
+    with interruptible():
+        try:
+            report = profile_kernel(problem_path, candidate_path, device=device.value, ncu=ncu,
+                                    compiled=compiled, target_gpu=target_gpu)
+        except (ProblemError, ValueError, FileNotFoundError) as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/yellow]: the profile was stopped; nothing to keep")
+            raise typer.Exit(INTERRUPTED_EXIT) from None
     if json_out:
         typer.echo(json.dumps(report.to_dict(), indent=1))
         return
     _print_report(console, report)
-
-
-def web_search_command(
-    query: Annotated[str, typer.Argument(help="what to search for")],
-    max_results: Annotated[int, typer.Option(help="number of results")] = 5,
-    domain: Annotated[list[str] | None, typer.Option(help="keep only results from this domain (repeatable)")] = None,
-    trusted: Annotated[bool, typer.Option(help="keep only Triton/PyTorch docs, GitHub and paper sites")] = False,
-    timeout_s: Annotated[float, typer.Option(help="overall time limit in seconds")] = 8.0,
-    json_out: Annotated[bool, typer.Option("--json", help="print the response as JSON")] = False,
-) -> None:
-    """Search the web (cached, time-limited; prints why when unavailable)."""
-    from tritonsmith.tools.web_search import TRUSTED_DOMAINS, web_search
-
-    domains = list(domain or []) + (list(TRUSTED_DOMAINS) if trusted else [])
-    response = web_search(query, max_results=max_results, domains=domains or None, timeout_s=timeout_s)
-    if json_out:
-        typer.echo(json.dumps(response.to_dict(), indent=1))
-    else:
-        typer.echo(response.to_text())
-    if not response.ok:
-        raise typer.Exit(1)
 
 
 def _print_report(console: Console, report: ProfileReport) -> None:

@@ -6,17 +6,30 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
-from tritonsmith.memory._record import KernelRecord, RecordKind
-from tritonsmith.memory._store import KernelMemory, SearchFilters
+from tritonsmith.cli._common import EXAMPLE_PREFIX, make_console, resolve_path
+from tritonsmith.memory import KernelRecord, RecordKind
+from tritonsmith.memory import KernelMemory, SearchFilters
 
 __all__ = ["memory_app"]
 
-memory_app = typer.Typer(help="The kernel memory: verified kernels to learn from.", no_args_is_help=True)
-console = Console()
+memory_app = typer.Typer(
+    help="The kernel memory: verified kernels to learn from ($TRITONSMITH_MEMORY_DIR, else "
+         "~/.local/share/tritonsmith/memory; optimize stores its verified kernels there unless --no-memory).",
+    epilog="Example: tritonsmith memory search example:softmax_reference.py --code",
+    no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+class _Console:
+    """The console of the running command, made when first used (piped output gets no wrapping)."""
+
+    def print(self, *args: object, **kwargs: object) -> None:
+        make_console().print(*args, **kwargs)  # type: ignore[arg-type]
+
+
+console = _Console()
 
 DirOpt = Annotated[Path | None, typer.Option("--dir", help="store directory (default: $TRITONSMITH_MEMORY_DIR "
                                                           "or ~/.local/share/tritonsmith/memory)")]
@@ -26,7 +39,7 @@ EmbOpt = Annotated[str | None, typer.Option("--embedder", help="structural | min
 
 
 def _open(directory: Path | None, url: str | None, embedder: str | None = None, seed: bool = False) -> KernelMemory:
-    from tritonsmith.memory._open import open_memory
+    from tritonsmith.memory import open_memory
 
     return open_memory(directory, url=url, embedder=embedder, seed=seed)
 
@@ -39,10 +52,10 @@ def _speed(r: KernelRecord) -> str:
     return f"{ev.speedup_vs_eager:.2f}x eager{c}"
 
 
-@memory_app.command()
+@memory_app.command(epilog="Example: tritonsmith memory seed --dir /tmp/kernels")
 def seed(directory: DirOpt = None, url: UrlOpt = None, embedder: EmbOpt = None) -> None:
     """Add the packaged seed library (idempotent)."""
-    from tritonsmith.memory._seeds import seed_memory
+    from tritonsmith.memory import seed_memory
 
     mem = _open(directory, url, embedder)
     results = seed_memory(mem)
@@ -51,12 +64,13 @@ def seed(directory: DirOpt = None, url: UrlOpt = None, embedder: EmbOpt = None) 
                   f"in {mem.location}")
 
 
-@memory_app.command()
+@memory_app.command(epilog="Example: tritonsmith memory search example:softmax_reference.py --code")
 def search(
-    query: Annotated[str, typer.Argument(help="free text, or a path to a KernelBench-format problem file")],
-    k: Annotated[int, typer.Option("-k", help="how many")] = 3,
-    device: Annotated[str | None, typer.Option(help="rank kernels measured on this GPU's class higher")] = None,
-    show_code: Annotated[bool, typer.Option("--code/--no-code")] = False,
+    query: Annotated[str, typer.Argument(help="free text, or a KernelBench-format problem file (or example:NAME)")],
+    k: Annotated[int, typer.Option("-k", min=1, help="how many")] = 3,
+    device: Annotated[str | None, typer.Option(help="rank kernels measured on this GPU's class higher "
+                                                    "(a GPU name, e.g. 'NVIDIA H200')")] = None,
+    show_code: Annotated[bool, typer.Option("--code/--no-code", help="print each kernel's source")] = False,
     directory: DirOpt = None,
     url: UrlOpt = None,
 ) -> None:
@@ -64,7 +78,7 @@ def search(
     from tritonsmith.core.problem import Problem
 
     mem = _open(directory, url, seed=True)
-    path = Path(query)
+    path = resolve_path(query, what="problem file") if query.startswith(EXAMPLE_PREFIX) else Path(query)
     q: str | Problem = Problem.from_file(path) if path.suffix == ".py" and path.is_file() else query
     hits = mem.search(q, k=k, device_name=device)
     if not hits:
@@ -76,10 +90,10 @@ def search(
             console.print(Syntax(h.record.kernel_source, "python"))
 
 
-@memory_app.command("list")
+@memory_app.command("list", epilog="Example: tritonsmith memory list --kind lesson --limit 10")
 def list_(
     kind: Annotated[RecordKind | None, typer.Option(help="success or lesson")] = None,
-    limit: Annotated[int, typer.Option(help="at most this many")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="at most this many")] = 50,
     directory: DirOpt = None,
     url: UrlOpt = None,
 ) -> None:
@@ -91,7 +105,7 @@ def list_(
     console.print(table)
 
 
-@memory_app.command()
+@memory_app.command(epilog="Example: tritonsmith memory show 3f2a9c (an id prefix from memory list)")
 def show(record_id: Annotated[str, typer.Argument(help="an id or a unique prefix")],
          directory: DirOpt = None, url: UrlOpt = None) -> None:
     """Show one record: its evaluation, lineage and kernel code."""
@@ -114,7 +128,7 @@ def show(record_id: Annotated[str, typer.Argument(help="an id or a unique prefix
     console.print(Syntax(rec.kernel_source, "python"))
 
 
-@memory_app.command("export")
+@memory_app.command("export", epilog="Example: tritonsmith memory export kernels.jsonl")
 def export_(path: Annotated[Path, typer.Argument(help="JSON-lines file to write")],
             directory: DirOpt = None, url: UrlOpt = None) -> None:
     """Export every record as JSON lines."""
@@ -122,7 +136,7 @@ def export_(path: Annotated[Path, typer.Argument(help="JSON-lines file to write"
     console.print(f"{n} record(s) written to {path}")
 
 
-@memory_app.command("import")
+@memory_app.command("import", epilog="Example: tritonsmith memory import kernels.jsonl --dir /tmp/kernels")
 def import_(path: Annotated[Path, typer.Argument(help="JSON-lines file from `memory export`")],
             directory: DirOpt = None, url: UrlOpt = None, embedder: EmbOpt = None) -> None:
     """Import records from an export (duplicates are skipped)."""
@@ -131,7 +145,7 @@ def import_(path: Annotated[Path, typer.Argument(help="JSON-lines file from `mem
     console.print(f"{added} record(s) added or updated, {len(results) - added} duplicate(s)")
 
 
-@memory_app.command()
+@memory_app.command(epilog="Example: tritonsmith memory stats")
 def stats(directory: DirOpt = None, url: UrlOpt = None) -> None:
     """Counts by kind, device class and origin."""
     s = _open(directory, url).stats()

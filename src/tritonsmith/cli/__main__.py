@@ -1,0 +1,3 @@
+from tritonsmith.cli import main
+
+main()

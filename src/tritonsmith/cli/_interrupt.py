@@ -1,0 +1,50 @@
+"""Ctrl-C: the first one stops the run at once and keeps what finished; a second one leaves without cleanup.
+
+The evaluator's workers run in sessions of their own (a candidate must not take the caller down), so the
+terminal's SIGINT never reaches them, and the optimize loop waits for them in a LangGraph thread that a
+KeyboardInterrupt does not reach either. The handler therefore kills every running worker's process group
+itself, and refuses new ones (an evaluation about to start after a generation or the zygote's start-up),
+before raising KeyboardInterrupt in the main thread.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from tritonsmith.evaluator.sandbox import allow_workers, kill_running_workers  # never import in a handler
+
+__all__ = ["INTERRUPTED_EXIT", "interruptible"]
+
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a Ctrl-C
+
+
+def _second(signum: int, frame: FrameType | None) -> None:
+    kill_running_workers(stop=True)
+    os._exit(INTERRUPTED_EXIT)
+
+
+def _first(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGINT, _second)
+    kill_running_workers(stop=True)
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Inside: SIGINT kills the running evaluator workers and raises KeyboardInterrupt (the caller keeps what
+    finished); during that cleanup a second SIGINT exits with 130 at once. Installed even where SIGINT was
+    inherited as ignored (a script's background job), so that ``kill -INT`` stops a run as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        allow_workers()
