@@ -10,30 +10,62 @@ import sys
 import typer
 from typer.testing import CliRunner
 
+from tritonsmith.examples import example_path
 from tritonsmith.graphs.cli import optimize_command
+from tritonsmith.tools.evaluate import evaluate
 
 app = typer.Typer()
 app.command("optimize")(optimize_command)
 app.command("noop")(lambda: None)  # two commands keep typer from collapsing the app into one command
 
 
-def test_optimize_writes_a_runnable_kernel_and_reports(tmp_path):
+def test_optimize_writes_a_kernel_our_evaluator_accepts_as_is(tmp_path):
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["optimize", "example:softmax_reference.py", "--device", "cpu", "--trials", "1",
                                    "--no-memory", "--generator", "builtin", "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "iter 1 [builtin]" in res.output and "correct" in res.output and "speed unmeasured" in res.output
+    kernel, ref_copy, check = (out / "softmax_reference_triton.py", out / "softmax_reference_reference.py",
+                               out / "check_softmax_reference.py")
+    assert f"check it: tritonsmith eval {ref_copy} {kernel}" in res.output
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "verified" and report["generator"] == "builtin" and report["ok"] is True
     assert report["attempts"][0]["reward_basis"] == "unmeasured"
     md = (out / "report.md").read_text()
     assert "| 1 | builtin | default | correct | unmeasured (no GPU timing) | 0.500 |" in md
-    kernel = out / "softmax_reference_triton.py"
-    assert (out / "softmax_reference_reference.py").is_file()
+    assert f"tritonsmith eval {ref_copy} {kernel}" in md
+
+    # The written file is the verified source (plus comments): the evaluator accepts it as is.
+    verdict = evaluate(example_path("softmax_reference.py"), kernel, device="cpu", trials=2)
+    assert verdict.status.value == "correct", verdict.feedback()
+    assert "__main__" not in kernel.read_text()
+
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    run = subprocess.run([sys.executable, str(kernel)], capture_output=True, text=True, timeout=300, env=env)
+    run = subprocess.run([sys.executable, str(check)], capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "max abs error vs the reference" in run.stdout and "(ok)" in run.stdout
+
+    # --from reads the written file back: the user's kernel is evaluated first and verified as it stands.
+    again = tmp_path / "again"
+    res = CliRunner().invoke(app, ["optimize", "example:softmax_reference.py", "--device", "cpu", "--trials", "1",
+                                   "--no-memory", "--generator", "builtin", "--from", str(kernel),
+                                   "--out", str(again)])
+    assert res.exit_code == 0, res.output
+    first = json.loads((again / "report.json").read_text())["attempts"][0]
+    assert (first["generator"], first["status"]) == ("user", "correct")
+
+
+def test_the_check_script_says_check_for_a_wrong_kernel(tmp_path, softmax_candidate):
+    from tritonsmith.graphs._report import check_script
+
+    (tmp_path / "ref.py").write_text(example_path("softmax_reference.py").read_text())
+    (tmp_path / "k.py").write_text(softmax_candidate.replace("out = num / tl.sum(num, axis=0)",
+                                                             "out = num / (tl.sum(num, axis=0) + 1.0)"))
+    (tmp_path / "check_k.py").write_text(check_script(reference_file="ref.py", kernel_name="k.py"))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    run = subprocess.run([sys.executable, str(tmp_path / "check_k.py")], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert run.returncode == 1 and "(CHECK)" in run.stdout, run.stdout + run.stderr[-2000:]
 
 
 def test_llm_without_a_key_exits_2_with_what_to_configure(tmp_path):

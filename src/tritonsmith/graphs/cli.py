@@ -72,6 +72,10 @@ def optimize_command(
     console.print(f"[{colour}]{result.status}[/{colour}]: {escape(result.reason)}")
     for path in written:
         console.print(f"  wrote {path}")
+    if result.best_source is not None:
+        from tritonsmith.graphs._report import check_command
+
+        console.print(f"  check it: {escape(check_command(str(written[1]), str(written[0])))}", soft_wrap=True)
     raise typer.Exit(0 if result.ok else 1)
 
 
@@ -108,21 +112,29 @@ def _row(e: dict[str, Any]) -> str:
 
 
 def write_outputs(result: OptimizeResult, out: Path, *, reference: Path) -> list[Path]:
-    """Write the best kernel (runnable, next to a copy of its reference) and the JSON/Markdown reports."""
-    from tritonsmith.graphs._report import runnable_kernel
+    """Write the best kernel (as verified, next to a copy of its reference and a check script) and the reports.
+
+    The kernel file is the verified source under a comment: ``tritonsmith eval REF KERNEL`` accepts it as is
+    (and ``--from`` reads it back); ``check_NAME.py`` runs it against the reference copy.
+    """
+    from tritonsmith.graphs._report import check_command, check_script, kernel_file
 
     out.mkdir(parents=True, exist_ok=True)
     name = _safe(result.problem)
     written = []
+    check_md = ""
     if result.best_source is not None:
-        ref_copy = out / f"{name}_reference.py"
+        ref_copy, kernel, check = out / f"{name}_reference.py", out / f"{name}_triton.py", out / f"check_{name}.py"
         ref_copy.write_text(reference.read_text())
-        kernel = out / f"{name}_triton.py"
-        kernel.write_text(runnable_kernel(result.best_source, ref_copy.name))
-        written += [kernel, ref_copy]
+        kernel.write_text(kernel_file(result.best_source, reference_file=ref_copy.name, kernel_name=kernel.name,
+                                      check_name=check.name))
+        check.write_text(check_script(reference_file=ref_copy.name, kernel_name=kernel.name))
+        written += [kernel, ref_copy, check]
+        check_md = (f"\n## Check it\n\n```bash\n{check_command(str(ref_copy), str(kernel))}\n"
+                    f"python {check}\n```\n")
     report_json, report_md = out / "report.json", out / "report.md"
     report_json.write_text(json.dumps(result.to_dict(), indent=2))
-    report_md.write_text(result.to_markdown())
+    report_md.write_text(result.to_markdown() + check_md)
     return [*written, report_json, report_md]
 
 
