@@ -38,7 +38,7 @@ def test_success_on_first_try_records_tokens_and_streams_events(softmax_referenc
     evaluated = [e for e in events if e["event"] == "evaluated"]
     assert evaluated == [{"event": "evaluated", "iteration": 1, "generator": "llm", "status": "correct",
                           "message": "correct on 1 trials", "speedup": None, "reward": 0.5,
-                          "reward_basis": "unmeasured"}]
+                          "reward_basis": "unmeasured", "torch_ops": []}]
     assert any("reward 0.5" in n for n in result.notes)
     # the first prompt carries the problem, its analysis and the interpreter's facts
     first = _last_human(model, 0)

@@ -73,3 +73,78 @@ def test_llm_without_a_key_exits_2_with_what_to_configure(tmp_path):
                                    "--generator", "llm", "--no-memory", "--out", str(tmp_path)])
     assert res.exit_code == 2
     assert "OPENAI_API_KEY" in res.output and "--base-url" in res.output
+
+
+LSE_REFERENCE = '''\
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.logsumexp(x, dim=1) * 2.0 + 1.0
+
+
+def get_inputs():
+    return [torch.randn(37, 129)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+LSE_HYBRID = '''\
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _affine_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    """out = 2 x + 1"""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0 + 1.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        lse = torch.logsumexp(x, dim=1)
+        out = torch.empty_like(lse)
+        n = lse.numel()
+        _affine_kernel[(triton.cdiv(n, 128),)](lse, out, n, BLOCK=128)
+        return out
+'''
+
+
+def test_a_hybrid_kernel_says_what_torch_computed_on_the_cli_and_in_the_report(tmp_path):
+    ref, kernel = tmp_path / "lse.py", tmp_path / "lse_hybrid.py"
+    ref.write_text(LSE_REFERENCE)
+    kernel.write_text(LSE_HYBRID)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["optimize", str(ref), "--device", "cpu", "--trials", "1", "--no-memory",
+                                   "--generator", "builtin", "--from", str(kernel), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "torch computes: logsumexp" in res.output
+    assert "verified (hybrid policy, torch computes: logsumexp)" in res.output
+    md = (out / "report.md").read_text()
+    assert "**hybrid kernel** (hybrid policy): torch computes: logsumexp" in md
+    report = json.loads((out / "report.json").read_text())
+    assert report["attempts"][0]["torch_ops"] == ["logsumexp"] and report["best_reward"] == 0.45
+
+
+def test_memory_marks_a_hybrid_kernel_and_keeps_it_out_of_the_prompt_examples(tmp_path):
+    from tritonsmith.graphs import optimize
+    from tritonsmith.graphs.ports import MemoryStore
+    from tritonsmith.memory import InMemoryKernelMemory
+    from tritonsmith.problem import Problem
+
+    ref = tmp_path / "lse.py"
+    ref.write_text(LSE_REFERENCE)
+    memory = InMemoryKernelMemory()
+    result = optimize(ref, start_from=LSE_HYBRID, generator="builtin", device="cpu", trials=1, memory=memory)
+    assert result.ok and result.attempts[0].torch_ops == ("logsumexp",)
+    (record,) = [h.record for h in memory.search(Problem.from_file(ref), k=5)]
+    assert record.evaluation.torch_ops == ("logsumexp",) and record.metadata()["hybrid"] is True
+    assert MemoryStore(memory).similar(Problem.from_file(ref), k=3) == []  # never a prompt example

@@ -34,6 +34,7 @@ class GenerationRequest:
     analysis: str = ""
     device: str = "cuda"
     start_from: str | None = None
+    policy: str = "hybrid"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -19,7 +19,13 @@ from langchain_core.tools import BaseTool, ToolException
 from tritonsmith.agents._llm_tools import SUBMIT_TOOL_NAME, submit_kernel
 from tritonsmith.agents._parse import extract_code, source_from_tool_args, text_of
 from tritonsmith.agents.base import Candidate, GenerationRequest, TokenUsage
-from tritonsmith.agents.prompts import NO_CODE_FEEDBACK, SYSTEM_PROMPT, TOOL_BUDGET_SPENT, render_request
+from tritonsmith.agents.prompts import (
+    NO_CODE_FEEDBACK,
+    SYSTEM_PROMPT,
+    TOOL_BUDGET_SPENT,
+    render_request,
+    render_system,
+)
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -123,7 +129,8 @@ class LLMGenerator:
         tools = [*self.tools, *(self.toolkit(request) if self.toolkit else ())]
         by_name = {t.name: t for t in tools}
         with_tools, submit_only = self._bind([*tools, submit_kernel]), self._bind([submit_kernel])
-        messages: list[BaseMessage] = [SystemMessage(self.system_prompt), HumanMessage(render_request(request))]
+        messages: list[BaseMessage] = [SystemMessage(render_system(request, self.system_prompt)),
+                                       HumanMessage(render_request(request))]
         meter = _UsageMeter(self.pricing)
         rounds = no_code = 0
         while True:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tritonsmith.agents.base import Attempt, GenerationRequest
+from tritonsmith.contract import contract_text
 
 __all__ = [
     "HARDWARE_FACTS",
@@ -23,6 +24,7 @@ __all__ = [
     "TOOL_BUDGET_SPENT",
     "hardware_facts",
     "render_request",
+    "render_system",
     "trim",
 ]
 
@@ -34,9 +36,11 @@ A candidate is one self-contained Python file that:
 - imports torch, torch.nn as nn, triton and triton.language as tl;
 - defines `class ModelNew(nn.Module)` taking the same constructor arguments as the reference `Model` \
 (and holding the same parameters, under the same names, when `Model` has any);
-- computes `forward` with one or more `@triton.jit` kernels; torch may only allocate outputs, reshape \
-or view: the arithmetic must happen in Triton;
+- computes `forward` with one or more `@triton.jit` kernels launched from `forward`;
 - returns outputs with the reference's shapes and dtypes, within tolerance (fp32: 1e-4, half: 1e-2).
+
+## What the evaluator accepts
+{contract}
 
 Write kernels the Triton way: one program per tile, masks on every load/store at the edges, \
 `tl.constexpr` block sizes that are powers of two, fp32 accumulation, `num_warps` chosen for the tile.
@@ -112,6 +116,11 @@ def trim(text: str, limit: int) -> str:
     head = limit * 2 // 3
     tail = limit - head - 40
     return f"{text[:head]}\n... ({len(text) - head - tail} characters trimmed) ...\n{text[-tail:]}"
+
+
+def render_system(request: GenerationRequest, template: str = SYSTEM_PROMPT) -> str:
+    """The system message: ``template`` with the contract of the policy in force filled in."""
+    return template.replace("{contract}", contract_text(request.policy))
 
 
 def hardware_facts(device: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tritonsmith.contract import rule_fix
 from tritonsmith.graphs.state import NO_CODE, AttemptRecord
 from tritonsmith.problem import Problem, ProblemError, ProblemInfo
 
@@ -67,12 +68,16 @@ _HINTS = {
                 "tiny programs."),
     "crashed": ("The worker died: usually an out-of-bounds load or store (a missing mask) or an illegal "
                 "address from wrong strides."),
-    "rejected": ("The evaluator rejected the candidate: the computation must happen in @triton.jit kernels, "
-                 "not in torch calls, and it must not read the reference's results."),
+    "rejected": ("The evaluator rejected the candidate: see the rule above and what the system prompt says "
+                 "the policy in force allows."),
     NO_CODE: ("No code was submitted. Submit the complete file through submit_kernel or one ```python block."),
 }
 
 
 def explain_failure(attempt: AttemptRecord) -> str:
     """What the generator should look at, given how the attempt failed."""
+    if attempt["status"] == "rejected":
+        fix = rule_fix((attempt.get("result") or {}).get("rule"))
+        if fix:
+            return f"The evaluator rejected the candidate: {fix}"
     return _HINTS.get(attempt["status"], "The attempt failed; read the evaluator's message above.")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonsmith.contract import HYBRID_REWARD_FACTOR, torch_computes_line
+
 if TYPE_CHECKING:
     from tritonsmith.graphs.optimizer import OptimizeResult
 
@@ -26,6 +28,10 @@ def markdown_report(result: OptimizeResult) -> str:
         best = next(a for a in result.attempts if a.iteration == result.best_iteration)
         lines.append(f"- **best**: iteration {best.iteration}, reward {best.reward:.3f} "
                      f"({_speed(best.speedup, best.reward_basis)})")
+        if best.torch_ops:
+            lines.append(f"- **hybrid kernel** ({result.settings.get('policy', 'hybrid')} policy): "
+                         f"{torch_computes_line(best.torch_ops)}; its reward is {HYBRID_REWARD_FACTOR:g}x a "
+                         "pure-Triton kernel's")
     tokens = result.input_tokens + result.output_tokens
     if tokens:
         cost = f", cost ${result.cost_usd:.4f}" if result.cost_usd is not None else ", cost not priced"
@@ -36,6 +42,8 @@ def markdown_report(result: OptimizeResult) -> str:
               "|---|---|---|---|---|---|---|"]
     for a in result.attempts:
         msg = a.message.replace("|", "\\|").replace("\n", " ")[:120]
+        if a.torch_ops:
+            msg = f"{torch_computes_line(a.torch_ops)}; {msg}"
         lines.append(f"| {a.iteration} | {a.generator} | {a.variant or ''} | {a.status} | "
                      f"{_speed(a.speedup, a.reward_basis)} | {a.reward:.3f} | {msg} |")
     if result.best_source:

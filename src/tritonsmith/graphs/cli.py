@@ -15,8 +15,15 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tritonsmith.contract import torch_computes_line
+
 if TYPE_CHECKING:
     from tritonsmith.graphs.optimizer import OptimizeResult
+
+
+def policy_line(policy: str | None, torch_ops: tuple[str, ...]) -> str:
+    """``"hybrid: torch computes: logsumexp"`` for a kernel PyTorch helped compute."""
+    return f"{policy or 'hybrid'} policy, {torch_computes_line(torch_ops)}"
 
 __all__ = ["optimize_command", "write_outputs"]
 
@@ -69,7 +76,9 @@ def optimize_command(
     target = out or Path("tritonsmith-out") / _safe(result.problem)
     written = write_outputs(result, target, reference=ref_path)
     colour = "green" if result.ok else "red"
-    console.print(f"[{colour}]{result.status}[/{colour}]: {escape(result.reason)}")
+    best = next((a for a in result.attempts if a.iteration == result.best_iteration), None)
+    hybrid = f" ({policy_line(result.settings.get('policy'), best.torch_ops)})" if best and best.torch_ops else ""
+    console.print(f"[{colour}]{result.status}[/{colour}]{escape(hybrid)}: {escape(result.reason)}")
     for path in written:
         console.print(f"  wrote {path}")
     if result.best_source is not None:
@@ -107,6 +116,8 @@ def _row(e: dict[str, Any]) -> str:
         speed = "-"
     msg = e.get("message", "")
     msg = escape(msg if len(msg) <= 90 else msg[:87] + "...")
+    if e.get("torch_ops"):
+        msg = f"[magenta]{escape(torch_computes_line(e['torch_ops']))}[/magenta]  {msg}"  # hybrid: say it
     return (f"  iter {e['iteration']} {escape('[' + e['generator'] + ']')} [{colour}]{e['status']}[/{colour}]  {speed}  "
             f"reward {e['reward']:.3f}  {msg}")
 

@@ -113,7 +113,8 @@ class KernelNodes:
         request = GenerationRequest(
             problem=problem_from_spec(state["problem"]), iteration=iteration,
             history=[_to_attempt(a) for a in attempts], examples=tuple(state.get("examples", ())),
-            analysis=state.get("analysis", ""), device=state.get("device", "cuda"), start_from=start)
+            analysis=state.get("analysis", ""), device=state.get("device", "cuda"), start_from=start,
+            policy=settings.policy)
         log.info("iteration %d: asking the %s generator", iteration, generator.name)
         candidate = generator.generate(request)
         u = candidate.usage
@@ -142,7 +143,7 @@ class KernelNodes:
             rec = self._evaluate_source(state, pending, self._settings(runtime))
         _emit(runtime, event="evaluated", iteration=rec["iteration"], generator=rec["generator"],
               status=rec["status"], message=rec["message"], speedup=rec["speedup"],
-              reward=rec["reward"], reward_basis=rec["reward_basis"])
+              reward=rec["reward"], reward_basis=rec["reward_basis"], torch_ops=rec.get("torch_ops", []))
         return _with_best({"attempts": [rec], "pending": None}, rec)
 
     def _evaluate_source(self, state: KernelState, pending: PendingCandidate, settings: Settings) -> AttemptRecord:
@@ -221,7 +222,8 @@ def _record(pending: PendingCandidate, result: EvalResult | None, *, feedback: s
         status=result.status.value if result else NO_CODE,
         message=result.message if result else (pending["note"] or "the generator produced no code"),
         result=result.to_dict() if result else None, feedback=feedback, reward=reward.value,
-        reward_basis=reward.basis, speedup=reward.speedup, note=pending["note"], variant=pending.get("variant"))
+        reward_basis=reward.basis, speedup=reward.speedup, note=pending["note"], variant=pending.get("variant"),
+        torch_ops=list(reward.torch_ops))
 
 
 def _with_best(update: dict[str, Any], rec: AttemptRecord) -> dict[str, Any]:

@@ -62,6 +62,7 @@ class AttemptRecord(TypedDict):
     profile: NotRequired[str]
     variant: NotRequired[str | None]
     duplicate_of: NotRequired[int | None]
+    torch_ops: NotRequired[list[str]]  # compute PyTorch did in a verified hybrid kernel ("torch computes: ...")
 
 
 class Usage(TypedDict):

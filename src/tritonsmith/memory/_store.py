@@ -46,6 +46,7 @@ class SearchFilters:
     generator: str | None = None
     origin: str | None = None
     measured_only: bool = False
+    pure_triton_only: bool = False  # leave out hybrid kernels (PyTorch computed part of their result)
 
     def clauses(self) -> list[dict[str, Any]]:
         """Chroma ``where`` clauses (ids are excluded after the query)."""
@@ -77,6 +78,7 @@ class SearchFilters:
             self.generator is None or r.lineage.generator == self.generator,
             self.origin is None or r.origin == self.origin,
             not self.measured_only or ev.measured,
+            not self.pure_triton_only or not ev.hybrid,
         )
         return all(checks)
 
@@ -213,7 +215,8 @@ class KernelMemory(ABC):
         filt = dataclasses.replace(base, kind=RecordKind.SUCCESS)
         n = max(4 * k, 20) + len(filt.exclude_ids)
         vector = embed(self.embedder, [text])[0]
-        pairs = [(r, d) for r, d in self._nearest(vector, n, filt) if r.id not in filt.exclude_ids]
+        pairs = [(r, d) for r, d in self._nearest(vector, n, filt) if r.id not in filt.exclude_ids
+                 and not (filt.pure_triton_only and r.evaluation.hybrid)]
         return rank(pairs, k=k, target_class=device_class(device_name) if device_name else None,
                     query_ops=query_ops, one_per_problem=one_per_problem)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tritonsmith.contract import HYBRID_REWARD_FACTOR, rule_fix, torch_computes, torch_computes_line
+
 if TYPE_CHECKING:
     from tritonsmith.tools._results import EvalResult
 
@@ -11,7 +13,7 @@ if TYPE_CHECKING:
 def format_feedback(result: EvalResult, *, limit: int = 2500) -> str:
     lines = [f"status: {result.status.value} — {result.message}"]
     if result.rule:
-        lines.append(f"rule broken: {result.rule}")
+        lines.append(f"rule broken: {rule_fix(result.rule) or result.rule}")
     if result.stage and not result.ok:
         lines.append(f"stage: {result.stage}")
     if result.error:
@@ -29,10 +31,9 @@ def format_feedback(result: EvalResult, *, limit: int = 2500) -> str:
             extra.append(f"{m.inf_count} Inf in the output")
         lines.extend(extra)
     ch = result.checks
-    if ch and ch.torch_ops and result.status.value in ("correct", "rejected"):
-        ops = ", ".join(f"{o.op} x{o.count}" for o in ch.torch_ops if o.origin == "runtime")
-        if ops:
-            lines.append(f"PyTorch computes ({ch.policy} policy): {ops}")
+    if ch and result.status.value in ("correct", "rejected") and (ops := torch_computes(ch)):
+        lines.append(f"{torch_computes_line(ops)} ({ch.policy} policy: a hybrid kernel earns "
+                     f"{HYBRID_REWARD_FACTOR:g}x the reward; move these into Triton)")
     b = result.benchmark
     if b:
         lines.append(f"runtime {b.candidate.median_ms:.4f} ms (spread {b.candidate.spread:.1%}); eager "
