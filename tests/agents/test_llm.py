@@ -9,7 +9,6 @@ from tritonsmith.agents.base import GenerationRequest
 from tritonsmith.agents.llm import (
     LLMConfigurationError,
     LLMGenerator,
-    ModelUnavailableError,
     Pricing,
     chat_model_from_settings,
 )
@@ -123,7 +122,20 @@ def test_chat_model_from_settings_always_sets_timeout_and_retries():
         chat_model_from_settings(Settings())
 
 
-def test_unreachable_server_is_a_clear_error(request_):
+def test_unreachable_server_is_a_clear_fatal_model_error(request_):
     gen = LLMGenerator.from_settings(Settings(base_url="http://127.0.0.1:9/v1", llm_timeout_s=3.0, max_retries=0))
-    with pytest.raises(ModelUnavailableError, match=r"127\.0\.0\.1:9/v1 could not be reached"):
-        gen.generate(request_)
+    cand = gen.generate(request_)
+    assert cand.source is None and cand.model_error_fatal
+    assert "127.0.0.1:9/v1 could not be reached" in (cand.model_error or "")
+
+
+def test_an_exception_from_the_model_becomes_a_model_error_candidate(request_):
+    import httpx
+    import openai
+
+    req = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    err = openai.InternalServerError("boom", response=httpx.Response(503, request=req), body=None)
+    cand = LLMGenerator(ScriptedChatModel(script=[err])).generate(request_)
+    assert cand.source is None and not cand.model_error_fatal and "HTTP 503" in (cand.model_error or "")
+    with pytest.raises(ZeroDivisionError):  # our own bugs still raise
+        LLMGenerator(ScriptedChatModel(script=[ZeroDivisionError("bug")])).generate(request_)

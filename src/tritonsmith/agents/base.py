@@ -53,6 +53,8 @@ class Candidate:
     variant: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     exhausted: bool = False
+    model_error: str | None = None  # the chat model failed (HTTP error, timeout, malformed reply): what happened
+    model_error_fatal: bool = False  # retrying cannot help (bad key, unknown model, unreachable server)
 
 
 @runtime_checkable

@@ -46,7 +46,16 @@ class LLMConfigurationError(ValueError):
 
 
 class ModelUnavailableError(RuntimeError):
-    """The model server could not be reached, or refused the request (key, model name, rate limit)."""
+    """The model server could not be reached, or refused the request (key, model name, rate limit).
+
+    ``fatal``: retrying cannot help (bad key, unknown model, unreachable server); ``context_length``: the
+    prompt was too long for the model (a shorter prompt may pass).
+    """
+
+    def __init__(self, message: str, *, fatal: bool = False, context_length: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+        self.context_length = context_length
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,12 +135,27 @@ class LLMGenerator:
         return cls(chat_model_from_settings(settings), **kwargs)
 
     def generate(self, request: GenerationRequest) -> Candidate:
+        """One candidate. A failing chat model gives a candidate without code whose ``model_error`` says why;
+        a prompt over the model's context length is shortened (no examples, short history) and sent once more."""
+        meter = _UsageMeter(self.pricing)
+        try:
+            return self._converse(request, meter, compact=False)
+        except ModelUnavailableError as exc:
+            if not exc.context_length:
+                return _model_error(exc, meter)
+            log.warning("the prompt exceeded the model's context length: retrying once with a shorter prompt")
+        try:
+            return self._converse(request, meter, compact=True)
+        except ModelUnavailableError as exc:
+            return _model_error(exc, meter, after="a shortened prompt (no examples, short history) was also too "
+                                "long; " if exc.context_length else "after shortening the prompt: ")
+
+    def _converse(self, request: GenerationRequest, meter: _UsageMeter, *, compact: bool) -> Candidate:
         tools = [*self.tools, *(self.toolkit(request) if self.toolkit else ())]
         by_name = {t.name: t for t in tools}
         with_tools, submit_only = self._bind([*tools, submit_kernel]), self._bind([submit_kernel])
         messages: list[BaseMessage] = [SystemMessage(render_system(request, self.system_prompt)),
-                                       HumanMessage(render_request(request))]
-        meter = _UsageMeter(self.pricing)
+                                       HumanMessage(render_request(request, compact=compact))]
         rounds = no_code = 0
         while True:
             reply = self._invoke(with_tools if rounds < self.max_tool_rounds else submit_only, messages)
@@ -164,13 +188,19 @@ class LLMGenerator:
             return self.model
 
     def _invoke(self, runnable: Any, messages: list[BaseMessage]) -> AIMessage:
+        from pydantic import ValidationError
+
         errors = _provider_errors()
         try:
             reply = runnable.invoke(messages)
-        except errors as exc:  # only the client's network/auth/status errors: a clear, actionable message
-            raise ModelUnavailableError(_explain(exc, self.server, _model_label(self.model))) from exc
+        except errors as exc:  # the client's network/auth/status errors: a clear, actionable message
+            raise ModelUnavailableError(_explain(exc, self.server, _model_label(self.model)), fatal=_fatal(exc),
+                                        context_length=_context_length(exc)) from exc
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:  # a reply the client could not parse
+            raise ModelUnavailableError(f"the model server {self.server} sent a malformed reply: "
+                                        f"{type(exc).__name__}: {str(exc)[:300]}") from exc
         if not isinstance(reply, AIMessage):
-            raise TypeError(f"the chat model returned {type(reply).__name__}, not an AIMessage")
+            raise ModelUnavailableError(f"the chat model returned {type(reply).__name__}, not an AIMessage")
         return reply
 
     def _run_tools(self, calls: Sequence[dict[str, Any]], by_name: dict[str, BaseTool]) -> list[ToolMessage]:
@@ -192,6 +222,12 @@ class LLMGenerator:
             out.append(result if isinstance(result, ToolMessage)
                        else ToolMessage(str(result), tool_call_id=call["id"]))
         return out
+
+
+def _model_error(exc: ModelUnavailableError, meter: _UsageMeter, after: str = "") -> Candidate:
+    log.warning("model error: %s%s", after, exc)
+    return Candidate(source=None, note=f"model error: {after}{exc}", usage=meter.total(),
+                     model_error=f"{after}{exc}", model_error_fatal=exc.fatal)
 
 
 def _submission(reply: AIMessage) -> tuple[str | None, str | None]:
@@ -247,12 +283,35 @@ class _UsageMeter:
 
 
 def _provider_errors() -> tuple[type[BaseException], ...]:
+    """Every error of the OpenAI client: HTTP 4xx/5xx, timeouts, unreachable servers, unparseable replies."""
     try:
         import openai
     except ImportError:  # pragma: no cover - langchain-openai depends on it
         return ()
-    return (openai.APIConnectionError, openai.AuthenticationError, openai.PermissionDeniedError,
-            openai.NotFoundError, openai.RateLimitError, openai.InternalServerError)
+    return (openai.APIError,)
+
+
+_CONTEXT_MARKERS = ("context_length_exceeded", "context length", "context window", "maximum context",
+                    "too many tokens", "prompt is too long", "reduce the length")
+
+
+def _context_length(exc: BaseException) -> bool:
+    """Whether the server refused the request because the prompt is longer than the model's context."""
+    import openai
+
+    if not isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
+        return False
+    text = f"{getattr(exc, 'code', '') or ''} {exc}".lower()
+    return any(m in text for m in _CONTEXT_MARKERS)
+
+
+def _fatal(exc: BaseException) -> bool:
+    """Errors another request cannot fix: bad key, no permission, unknown model, unreachable server."""
+    import openai
+
+    unreachable = isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
+    return unreachable or isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError,
+                                           openai.NotFoundError))
 
 
 def _explain(exc: BaseException, server: str, model: str) -> str:
@@ -268,9 +327,18 @@ def _explain(exc: BaseException, server: str, model: str) -> str:
         what = f"does not know the model {model!r} (check --model)"
     elif isinstance(exc, openai.RateLimitError):
         what = "rate-limited the request (after the configured retries)"
+    elif _context_length(exc):
+        what = "refused the prompt as longer than the model's context length"
+    elif isinstance(exc, openai.InternalServerError):
+        what = f"failed with HTTP {exc.status_code} (after the configured retries)"
+    elif isinstance(exc, openai.APIStatusError):
+        what = f"refused the request (HTTP {exc.status_code})"
+    elif isinstance(exc, openai.APIResponseValidationError):
+        what = "sent a reply that is not a valid chat completion"
     else:
         what = "refused the request"
-    return f"the model server {server} {what}: {type(exc).__name__}: {exc}"
+    code = getattr(exc, "code", None)
+    return f"the model server {server} {what}: {type(exc).__name__}{f' [{code}]' if code else ''}: {exc}"
 
 
 def _model_label(model: Any) -> str:

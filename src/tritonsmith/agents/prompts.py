@@ -106,6 +106,8 @@ You have used all your tool rounds. Submit the complete candidate now through `s
 ```python fenced block)."""
 
 _LIMITS = {"source": 12000, "feedback": 3000, "example": 4000, "message": 200}
+# After a context-length refusal: no retrieved examples, the last attempt only, shorter texts.
+_COMPACT_LIMITS = {"source": 6000, "feedback": 1200, "example": 0, "message": 120}
 
 
 def trim(text: str, limit: int) -> str:
@@ -127,36 +129,41 @@ def hardware_facts(device: str) -> str:
     return HARDWARE_FACTS["cpu" if device == "cpu" else "cuda"]
 
 
-def render_request(request: GenerationRequest) -> str:
-    """The user message for one generation: problem, hardware, memory, user kernel, findings so far."""
+def render_request(request: GenerationRequest, *, compact: bool = False) -> str:
+    """The user message for one generation: problem, hardware, memory, user kernel, findings so far.
+
+    ``compact`` (after the model refused a prompt as too long): no retrieved examples, only the last
+    attempt, shorter code and feedback.
+    """
+    limits = _COMPACT_LIMITS if compact else _LIMITS
     p = request.problem
-    parts = [PROBLEM_PROMPT.format(name=p.name, source=trim(p.source, _LIMITS["source"]),
+    parts = [PROBLEM_PROMPT.format(name=p.name, source=trim(p.source, limits["source"]),
                                    analysis=request.analysis.strip() or "(no analysis available)"),
              "## Hardware\n" + hardware_facts(request.device)]
-    if request.examples:
-        kernels = "\n\n".join(f"```python\n{trim(e, _LIMITS['example'])}\n```" for e in request.examples[:3])
+    if request.examples and not compact:
+        kernels = "\n\n".join(f"```python\n{trim(e, limits['example'])}\n```" for e in request.examples[:3])
         parts.append(RETRIEVED_PROMPT.format(kernels=kernels))
     if request.start_from and not request.history:
-        parts.append(START_FROM_PROMPT.format(source=trim(request.start_from, _LIMITS["source"])))
+        parts.append(START_FROM_PROMPT.format(source=trim(request.start_from, limits["source"])))
     if request.history:
-        parts.append(_render_history(request.history))
+        parts.append(_render_history(request.history[-1:] if compact else request.history, limits))
     return "\n\n".join(parts)
 
 
-def _render_history(history: Sequence[Attempt]) -> str:
+def _render_history(history: Sequence[Attempt], limits: dict[str, int] = _LIMITS) -> str:
     last = history[-1]
     earlier = [HISTORY_LINE.format(iteration=a.iteration, generator=a.generator or "?", status=_status(a),
-                                   message=trim(_message(a), _LIMITS["message"])) for a in history[:-1]]
+                                   message=trim(_message(a), limits["message"])) for a in history[:-1]]
     best = _best_line(history)
     text = ""
     if earlier:
         text = "## Earlier attempts\n" + "\n".join(earlier) + "\n\n"
     if last.source is None:
-        return text + f"## Your previous answer (iteration {last.iteration})\n{trim(last.feedback, _LIMITS['feedback'])}"
+        return text + f"## Your previous answer (iteration {last.iteration})\n{trim(last.feedback, limits['feedback'])}"
     who = "The user's kernel" if last.generator == "user" else "Your previous attempt"
     return text + REFINE_PROMPT.format(
-        who=who, iteration=last.iteration, status=_status(last), source=trim(last.source, _LIMITS["source"]),
-        feedback=trim(last.feedback, _LIMITS["feedback"]),
+        who=who, iteration=last.iteration, status=_status(last), source=trim(last.source, limits["source"]),
+        feedback=trim(last.feedback, limits["feedback"]),
         best=f"\n{best}\n" if best else "")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tritonsmith.contract import rule_fix
-from tritonsmith.graphs.state import NO_CODE, AttemptRecord
+from tritonsmith.graphs.state import MODEL_ERROR, NO_CODE, AttemptRecord
 from tritonsmith.problem import Problem, ProblemError, ProblemInfo
 
 # H100-class figures for a roofline estimate (per-second rates); a ridge point = FLOP/s / (byte/s).
@@ -70,6 +70,8 @@ _HINTS = {
                 "address from wrong strides."),
     "rejected": ("The evaluator rejected the candidate: see the rule above and what the system prompt says "
                  "the policy in force allows."),
+    MODEL_ERROR: ("The model server failed on the last request (see the message above); nothing was "
+                  "evaluated. Submit the complete candidate."),
     NO_CODE: ("No code was submitted. Submit the complete file through submit_kernel or one ```python block."),
 }
 

@@ -32,7 +32,8 @@ console = Console()
 err_console = Console(stderr=True)
 
 _STATUS_COLOUR = {"correct": "green", "wrong_output": "red", "compile_error": "red", "runtime_error": "red",
-                  "timeout": "yellow", "crashed": "red", "rejected": "magenta", "no_code": "yellow"}
+                  "timeout": "yellow", "crashed": "red", "rejected": "magenta", "no_code": "yellow",
+                  "model_error": "red"}
 
 
 def optimize_command(
