@@ -14,6 +14,8 @@
 #   convlayout channels-last vs NCHW convolutions for $CONVS            -> conv_layout.txt, inductor_output_code.txt
 #   coldprof   where a cold `tritonsmith profile` spends its time: 3 fresh processes -> coldprof/
 #   mainjob    the README's main command on the GPU, then one cold `tritonsmith profile` -> mainjob/, mainjob.log
+#   honest     every honest kernel we have through the evaluator (issue 17) -> evaluator_honest.{json,md}
+#   shortk     speedup spread of short kernels over 3 evaluations (issue 17) -> short_kernels.{json,md}
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
 # PROF_ONLY (profiler case names, default all six), SUITE_ARGS.
@@ -92,6 +94,14 @@ for phase in "$@"; do
         python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['stages_s'])" "$OUT/coldprof/run$i.json"
       done
       unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR ;;
+    honest)
+      # issue 17: no false rejections over the recorded suite kernels, hand-written and test candidates
+      timeout "${HONEST_S:-420}" python3 benchmarks/evaluator_honest_gpu.py .kb --suite benchmarks/results/h200-2026-12-04/suite \
+        2>&1 | grep -v Warning | tail -25 ;;
+    shortk)
+      # issue 17: speedup spread over 3 evaluations of short (< 0.1 ms) kernels
+      timeout "${SHORTK_S:-300}" python3 benchmarks/short_kernels_gpu.py .kb --repeats 3 --divide "${SHORTK_DIVIDE:-64}" \
+        2>&1 | grep -v Warning | tail -16 ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack

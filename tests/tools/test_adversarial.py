@@ -18,6 +18,7 @@ from tritonsmith.tools.evaluate import evaluate
 from tritonsmith.tools._results import EvalResult, EvalStatus
 
 ADVERSARIAL = Path(__file__).parent / "adversarial"
+HONEST = Path(__file__).parent / "honest"
 
 PROBLEMS = {
     "softmax": '''
@@ -95,6 +96,27 @@ def get_inputs():
 def get_init_inputs():
     return []
 ''',
+    "silu_bias": '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(features))
+
+    def forward(self, x):
+        return torch.nn.functional.silu(x) + self.bias
+
+
+def get_inputs():
+    return [torch.randn(5, 3, 67)]
+
+
+def get_init_inputs():
+    return [67]
+''',
 }
 
 REJECTED, WRONG = EvalStatus.REJECTED, EvalStatus.WRONG_OUTPUT
@@ -126,8 +148,13 @@ CASES: dict[str, tuple[str, set[EvalStatus], str | None, str | None]] = {
     "network_access": ("softmax", {REJECTED}, "network", None),
     "subprocess_spawn": ("softmax", {REJECTED}, "processes", None),
     "torch_compile": ("softmax", {REJECTED}, "not_triton", None),
+    "decorative_silu_bias": ("silu_bias", {REJECTED}, "decorative_kernel", "decorative_kernel"),
+    "decorative_indirection": ("silu_bias", {REJECTED}, "decorative_kernel", "decorative_kernel"),
+    "decorative_overwrite": ("silu_bias", {REJECTED}, "decorative_kernel", "decorative_kernel"),
 }
-GPU_ONLY = {"hidden_stream", "benchmark_switch", "hybrid_conv_relu"}
+GPU_ONLY = {"hidden_stream", "benchmark_switch", "hybrid_conv_relu", "memo_data_ptr", "memo_same_tensor",
+            "memo_indirect", "memo_version", "side_stream_getattr", "side_stream_set", "side_stream_when_timed",
+            "side_stream_torch_op"}
 
 
 def _rules(result: EvalResult) -> set[str]:
@@ -193,3 +220,13 @@ def test_strict_runtime_policy_catches_torch_arithmetic(tmp_path, monkeypatch):
     result = evaluate(problem, ADVERSARIAL / "hybrid_conv_relu.py", device="cpu", trials=1, policy="strict")
     assert result.status is REJECTED and result.rule == "torch_compute"
     assert "conv2d" in result.message
+
+
+@pytest.mark.parametrize("name", ["silu_bias", "hybrid_silu_bias"])
+def test_honest_candidates_pass_the_decorative_kernel_check(name, tmp_path):
+    """No false rejection: kernels that compute (all of it, or the part PyTorch leaves) pass."""
+    problem = tmp_path / "silu_bias.py"
+    problem.write_text(PROBLEMS["silu_bias"])
+    result = evaluate(problem, HONEST / f"{name}.py", device="cpu", trials=2)
+    assert result.ok, result.feedback()
+    assert not any(v.rule == "decorative_kernel" for v in result.checks.violations)

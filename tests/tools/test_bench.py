@@ -55,15 +55,64 @@ def test_timed_output_that_is_rounding_noise_around_a_constant_passes(monkeypatc
         assert info.value.rule == "benchmark_output_wrong"
 
 
+class _FakeClock:
+    """perf_counter that only moves when a fake call "runs" for ``step_s``."""
+
+    def __init__(self, step_s: float) -> None:
+        self.now = 0.0
+        self.step_s = step_s
+
+    def __call__(self) -> float:
+        return self.now
+
+    def call(self, calls: list[int]):
+        def fn(args):
+            calls.append(args[0])
+            self.now += self.step_s
+        return fn
+
+
 def test_warm_up_stops_once_50_ms_are_spent(monkeypatch):
     monkeypatch.setattr(_bench, "_synchronize", lambda: None)
-    clock = iter(float(t) for t in range(0, 10_000))
-    monkeypatch.setattr(_bench, "_perf_counter", lambda: next(clock) * 0.03)  # each call "takes" 30 ms
+    slow = _FakeClock(0.03)  # each call "takes" 30 ms
+    monkeypatch.setattr(_bench, "_perf_counter", slow)
     calls: list[int] = []
-    _bench._warm_up(lambda args: calls.append(args[0]), [[0], [1], [2], [3]])
+    launch = _bench._warm_up(slow.call(calls), [[0], [1], [2], [3]])
     assert calls == [0, 1]  # 30 ms after the first, 60 ms after the second: stop
-    fast = iter(float(t) for t in range(0, 10_000))
-    monkeypatch.setattr(_bench, "_perf_counter", lambda: next(fast) * 1e-4)
+    assert launch == pytest.approx(30.0)  # the last call's host time, in ms
+    fast = _FakeClock(1e-4)
+    monkeypatch.setattr(_bench, "_perf_counter", fast)
     calls.clear()
-    _bench._warm_up(lambda args: calls.append(args[0]), [[0], [1], [2], [3]])
+    _bench._warm_up(fast.call(calls), [[0], [1], [2], [3]])
     assert calls == [0, 1, 2]  # short kernels: one call per input set, at most three
+
+
+def test_rounds_stop_on_a_tight_confidence_interval_or_the_cap(monkeypatch):
+    g = torch.Generator().manual_seed(5)
+    steady = {"a": [1.0 + 1e-4 * float(x) for x in torch.randn(40, generator=g)]}
+    assert not _bench._done(5, steady, target_ms=0.0, spent_s=0.0)  # below the minimum
+    assert _bench._done(40, steady, target_ms=0.0, spent_s=0.0)  # CI width ~1e-4 << 1%
+    noisy = {"a": [1.0 + 0.3 * float(x) for x in torch.randn(40, generator=g)]}
+    assert not _bench._done(40, noisy, target_ms=0.0, spent_s=0.0)
+    assert _bench._done(40, noisy, target_ms=0.0, spent_s=_bench._BUDGET_S + 1)  # the budget ends it
+    assert _bench._done(_bench._MAX_REPS, noisy, target_ms=0.0, spent_s=0.0)
+    assert not _bench._done(30, steady, target_ms=1e6, spent_s=0.0)  # 150 ms of calls first (long kernels)
+
+
+def test_a_call_the_sleep_did_not_cover_is_timed_again_with_a_longer_sleep(monkeypatch):
+    """The GPU left the sleep before the host returned: the events would time Python. Drop and retry."""
+    monkeypatch.setattr(_bench, "_cycles_per_ms", lambda: 1000.0)
+    seen: list[int] = []
+
+    def fake_one(fn, args, flush, cycles, keep=False):
+        seen.append(cycles)
+        return float(len(seen)), 2.0, 0.5, "out", len(seen) >= 3
+
+    monkeypatch.setattr(_bench, "_one", fake_one)
+    ev, _, _, out, cycles = _bench._covered_call(lambda a: None, [], None, 100, keep=True)
+    assert seen == [100, 200, 400] and cycles == 400
+    assert ev == 3.0 and out == "out"  # the covered sample is the one kept
+    seen.clear()
+    monkeypatch.setattr(_bench, "_one", lambda *a, **k: (seen.append(1) or 1.0, 2.0, 0.5, None, False))
+    _bench._covered_call(lambda a: None, [], None, 100, keep=False)
+    assert len(seen) == _bench._SLEEP_RETRIES + 1  # bounded: the last sample is kept

@@ -95,7 +95,64 @@ def test_hidden_stream_past_static_checks_is_caught_by_timing(big_softmax, monke
     monkeypatch.setattr(evaluate_module, "check_source", lambda *a, **k: StaticReport())
     result = evaluate(big_softmax, ADVERSARIAL / "hidden_stream.py", device="cuda", trials=2, compile_mode="none")
     assert result.status is EvalStatus.REJECTED, result.feedback()
-    assert result.rule in ("hidden_work", "cuda_stream"), result.feedback()
+    assert result.rule in ("hidden_work", "cuda_stream", "side_stream"), result.feedback()
+
+
+HONEST_SOFTMAX = Path(__file__).parent / "honest" / "softmax.py"
+# cheat -> rules it may be rejected with (issue 17: memoisation and side streams, direct and indirect)
+TIMED_CHEATS = {
+    "memo_data_ptr": {"benchmark_output_wrong", "output_reused"},
+    "memo_same_tensor": {"output_reused", "benchmark_output_wrong"},
+    "memo_indirect": {"benchmark_output_wrong", "output_reused"},
+    "side_stream_getattr": {"side_stream"},
+    "side_stream_set": {"side_stream"},
+    "side_stream_when_timed": {"side_stream"},
+    "side_stream_torch_op": {"side_stream"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TIMED_CHEATS))
+def test_timed_cheats_are_rejected_with_their_rule(big_softmax, name):
+    result = evaluate(big_softmax, ADVERSARIAL / f"{name}.py", device="cuda", trials=3)
+    assert result.status is EvalStatus.REJECTED, result.feedback()
+    assert result.rule in TIMED_CHEATS[name], result.feedback()
+    assert result.benchmark is None
+
+
+def test_version_keyed_memo_gains_nothing_over_the_honest_kernel(big_softmax):
+    """In-place refills bump the version counter: the issue's memo never hits, so it is timed computing."""
+    honest = evaluate(big_softmax, HONEST_SOFTMAX, device="cuda", trials=3)
+    memo = evaluate(big_softmax, ADVERSARIAL / "memo_version.py", device="cuda", trials=3)
+    assert honest.ok, honest.feedback()
+    if memo.status is EvalStatus.REJECTED:
+        return
+    assert memo.ok, memo.feedback()
+    assert memo.speedup_vs_eager <= 1.15 * honest.speedup_vs_eager, (memo.feedback(), honest.feedback())
+
+
+@pytest.mark.parametrize("name", ["decorative_silu_bias", "decorative_indirection", "decorative_overwrite"])
+def test_decorative_kernels_are_rejected_on_the_gpu(tmp_path, name):
+    problem = tmp_path / "silu_bias.py"
+    problem.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+                       "    def __init__(self, f):\n        super().__init__()\n        self.bias = nn.Parameter(torch.randn(f))\n\n"
+                       "    def forward(self, x):\n        return torch.nn.functional.silu(x) + self.bias\n\n\n"
+                       "def get_inputs():\n    return [torch.randn(64, 128, 1021)]\n\n\ndef get_init_inputs():\n    return [1021]\n")
+    result = evaluate(problem, ADVERSARIAL / f"{name}.py", device="cuda", trials=3)
+    assert result.status is EvalStatus.REJECTED and result.rule == "decorative_kernel", result.feedback()
+    honest = evaluate(problem, Path(__file__).parent / "honest" / "hybrid_silu_bias.py", device="cuda", trials=3)
+    assert honest.ok, honest.feedback()
+    assert honest.checks.triton_share is not None and 0.0 < honest.checks.triton_share < 1.0
+
+
+def test_honest_kernel_reports_interval_floor_and_triton_share(big_softmax):
+    result = evaluate(big_softmax, HONEST_SOFTMAX, device="cuda", trials=3)
+    assert result.ok, result.feedback()
+    b = result.benchmark
+    assert b.light_floor_ms is not None and 0 < b.light_floor_ms < b.candidate.median_ms
+    lo, hi = b.speedup_ci_vs_eager
+    assert lo <= b.speedup_vs_eager <= hi
+    assert b.candidate.launch_ms is not None and b.candidate.ci_low_ms <= b.candidate.median_ms
+    assert result.checks.triton_share == pytest.approx(1.0, abs=0.02)
 
 
 def test_candidate_that_stops_computing_while_timed_is_rejected(big_softmax):

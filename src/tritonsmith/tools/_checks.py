@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from tritonsmith.contract import DEFAULT_POLICY, POLICIES  # the policies are stated once, in the contract
 from tritonsmith.tools._results import TorchOpUse, Violation
+from tritonsmith.tools._rules import rule as known_rule
 
 _KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
 # torch functions that allocate, reshape, copy or describe: glue a launcher needs, never "the work".
@@ -68,7 +69,8 @@ _FORBIDDEN_MODULES: dict[str, tuple[str, str]] = {
     **{m: ("introspection", "inspects or rewrites the running interpreter (where the evaluator lives)")
        for m in ("gc", "inspect", "ctypes", "cffi", "builtins", "traceback", "sys._getframe", "sys.modules",
                  "sys.settrace", "sys.setprofile", "torch._C", "torch.utils._python_dispatch", "torch.ops",
-                 "torch.overrides", "tritonsmith")},
+                 "torch.overrides", "torch.profiler", "torch.autograd.profiler", "torch.cuda.profiler",
+                 "tritonsmith")},
     **{m: ("dynamic_code", "builds code at run time, which these checks cannot read")
        for m in ("importlib", "marshal", "pickle", "types.FunctionType", "types.CodeType", "runpy")},
     **{m: ("not_triton", "generates kernels with something other than your Triton code")
@@ -112,6 +114,7 @@ class StaticReport:
     tf32_lines: list[int] = field(default_factory=list)
 
     def add(self, rule: str, message: str, node: ast.AST | None = None) -> None:
+        known_rule(rule)  # an unregistered rule name is our bug
         line = getattr(node, "lineno", None)
         text = f"line {line}: {message}" if line else message
         if not any(v.rule == rule and v.line == line for v in self.violations):

@@ -23,6 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from tritonsmith.tools._errors import CandidateFailure
+from tritonsmith.tools._rules import rule as known_rule
 
 # torch functions and Tensor methods (normalised: no leading/trailing underscores) that allocate,
 # view, copy, cast or describe: what a launcher needs, never "the work".
@@ -79,15 +80,26 @@ def is_glue(op: str) -> bool:
 
 
 def reject(rule: str, stage: str, message: str) -> CandidateFailure:
-    return CandidateFailure("rejected", stage, message, rule=rule)
+    """The failure for a broken rule; ``rule`` must be one of ``_rules.RULES`` (an unknown one is our bug)."""
+    return CandidateFailure("rejected", stage, message, rule=known_rule(rule).name)
 
 
 class LaunchCounter:
-    """Count Triton kernel launches; ``depth > 0`` while one is in progress."""
+    """Count Triton kernel launches; ``depth > 0`` while one is in progress.
+
+    Also records the launched kernels' names (``names``), launches made while the current CUDA stream
+    was not the caller's (``foreign_streams``: however that stream was obtained, Triton launches on the
+    current one), and, while ``suppress`` is set, skips the launches altogether (the decorative-kernel
+    check: does the output still come out right without them?).
+    """
 
     def __init__(self) -> None:
         self.launches = 0
         self.depth = 0
+        self.names: set[str] = set()
+        self.foreign_streams = 0
+        self.suppress = False
+        self.home_stream: int | None = None
         self._originals: list[tuple[type, Any]] = []
 
     def install(self) -> None:
@@ -107,6 +119,11 @@ class LaunchCounter:
         def run(self: Any, *args: Any, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
                 counter.launches += 1
+                counter.names.add(getattr(getattr(self, "fn", None), "__name__", "") or getattr(self, "__name__", ""))
+                if counter.home_stream is not None and _on_foreign_stream(counter.home_stream):
+                    counter.foreign_streams += 1
+                if counter.suppress:
+                    return None
             counter.depth += 1
             try:
                 return original(self, *args, **kwargs)
@@ -115,6 +132,14 @@ class LaunchCounter:
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
         return run
+
+
+def _on_foreign_stream(home: int) -> bool:
+    """Launching on a stream other than ``home``; CUDA-graph capture (Triton's own autotuner can benchmark
+    that way, on a capture stream of its own) does not run anything and does not count."""
+    import torch
+
+    return torch.cuda.current_stream().cuda_stream != home and not torch.cuda.is_current_stream_capturing()
 
 
 def _launch_classes() -> list[type]:
@@ -395,6 +420,7 @@ class Guards:
         self._threads: set[int] = set()
         self._children: set[int] = set()
         self._stream: Any = None
+        self.triton_share: float | None = None
 
     def arm(self) -> None:
         if not self.enabled:
@@ -410,6 +436,7 @@ class Guards:
         self._children = set(child_pids())
         if self.device == "cuda":
             self._stream = torch.cuda.current_stream().cuda_stream
+            self.counter.home_stream = self._stream
 
     def checkpoint(self, stage: str) -> None:
         """Reject if anything watched changed since :meth:`arm`."""
@@ -431,6 +458,10 @@ class Guards:
         children = [p for p in child_pids() if p not in self._children]
         if children:
             raise reject("child_process", stage, f"the candidate left child processes running (pids {children[:5]})")
+        if self.counter.foreign_streams:
+            raise reject("side_stream", stage, f"{self.counter.foreign_streams} Triton launch(es) ran while the current "
+                         "CUDA stream was not the caller's: work on another stream escapes the timer; launch "
+                         "everything on the current stream")
         if self._stream is not None:
             import torch
 
@@ -443,13 +474,14 @@ class Guards:
         self._threads |= idents
 
     def before_benchmark(self) -> None:
-        """Check, then take the launch counter out so it costs nothing while timing."""
+        """Check before timing. The launch counter stays in: its stream check costs host time only, which
+        the timer's GPU sleep hides."""
         self.checkpoint("correctness")
         if self.enabled and self.integrity is not None:
-            self.counter.uninstall()
             self.integrity.snapshot()
 
     def report(self) -> dict[str, Any]:
         ops = compute_ops(self.cand_ops)
         return {"policy": self.policy, "kernel_launches": self.launches, "notes": list(self.notes),
+                "triton_share": self.triton_share,
                 "torch_ops": [{"op": k, "count": v, "origin": "runtime"} for k, v in ops.most_common()]}

@@ -51,13 +51,20 @@ class CorrectnessReport:
 
 @dataclass(frozen=True, kw_only=True)
 class Timing:
-    """Median and spread of one implementation's runtime, in milliseconds (CUDA events)."""
+    """Median and spread of one implementation's runtime, in milliseconds (CUDA events).
+
+    ``ci_low_ms``/``ci_high_ms``: a 95% confidence interval of the median. ``launch_ms``: the host time
+    a call takes to return (Python and launch latency), which the events leave out.
+    """
 
     median_ms: float
     p20_ms: float
     p80_ms: float
     reps: int
     host_median_ms: float | None = None
+    ci_low_ms: float | None = None
+    ci_high_ms: float | None = None
+    launch_ms: float | None = None
 
     @property
     def spread(self) -> float:
@@ -67,7 +74,11 @@ class Timing:
 
 @dataclass(frozen=True, kw_only=True)
 class BenchmarkReport:
-    """Candidate, eager reference and ``torch.compile`` reference, timed in one worker."""
+    """Candidate, eager reference and ``torch.compile`` reference, timed in one worker.
+
+    ``speedup_ci_vs_*``: 95% intervals of the speedups (from the medians' intervals); ``light_floor_ms``:
+    reading the inputs and writing the outputs once at the GPU's peak bandwidth.
+    """
 
     candidate: Timing
     eager: Timing
@@ -76,6 +87,9 @@ class BenchmarkReport:
     compiled_note: str | None = None
     remeasured: bool = False
     notes: tuple[str, ...] = ()
+    light_floor_ms: float | None = None
+    speedup_ci_vs_eager: tuple[float, float] | None = None
+    speedup_ci_vs_compile: tuple[float, float] | None = None
 
     @property
     def speedup_vs_eager(self) -> float:
@@ -121,6 +135,7 @@ class ChecksReport:
     kernel_launches: int | None = None
     notes: tuple[str, ...] = ()
     static_s: float = 0.0
+    triton_share: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -189,6 +204,8 @@ class EvalResult:
             for key in ("candidate", "eager", "compiled"):
                 b[key] = Timing(**b[key]) if b.get(key) else None
             b["notes"] = tuple(b.get("notes", ()))
+            for key in ("speedup_ci_vs_eager", "speedup_ci_vs_compile"):
+                b[key] = tuple(b[key]) if b.get(key) else None
             d["benchmark"] = BenchmarkReport(**b)
         if d.get("checks"):
             d["checks"] = checks_from_dict(d["checks"])

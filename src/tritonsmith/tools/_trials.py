@@ -115,6 +115,46 @@ def _check_behaviour(job: Job, t: int, ref_out: list[Any], cand_out: list[Any], 
                             "inputs (the reference's outputs differ): results must be computed from the inputs")
 
 
+def check_kernels_contribute(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> None:
+    """Decorative kernels: run the candidate once more with its Triton launches suppressed.
+
+    The inputs are new (so no memory holds their answer); if the output still matches the reference, the
+    Triton kernels contributed nothing and PyTorch computed everything (``decorative_kernel``). A
+    candidate that fails or raises without its kernels is what an honest one does. Skipped, with a
+    note, when the reference's output does not depend on its inputs (then nothing can tell).
+    """
+    from tritonsmith.tools._worker import call_reference
+
+    import torch
+
+    g = job.guards
+    if not g.enabled:
+        return
+    job.stage("decorative-kernel check", key="checks")
+    seed = int(job.spec["seed"]) + 7_777_777
+    inputs = make_inputs(seed)
+    g.counter.suppress = True
+    try:
+        with torch.no_grad():
+            bare = flatten_outputs(cand_model(*[_clone(x) for x in inputs]))
+        if job.device == "cuda":
+            torch.cuda.synchronize()
+    except Exception:  # without its kernels the candidate cannot even finish: they matter
+        return
+    finally:
+        g.counter.suppress = False
+    ref = flatten_outputs(call_reference(job, ref_model, inputs))
+    if _check_outputs(0, bare, ref, None, "kernelbench")[0] is not None:
+        return
+    other = flatten_outputs(call_reference(job, ref_model, make_inputs(seed + 1)))
+    if _all_close(ref, other):
+        g.notes.append("decorative-kernel check skipped: the reference's output does not depend on its inputs")
+        return
+    raise guards.reject("decorative_kernel", job.stage_name, (
+        "the output is still correct with every Triton launch of ModelNew suppressed: the kernels contribute "
+        "nothing and PyTorch computes the result; compute it with your Triton kernels"))
+
+
 _PRECISION_CHECK_MAX_ELEMENTS = 1 << 28  # 2 GiB per float64 copy
 
 

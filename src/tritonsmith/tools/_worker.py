@@ -124,7 +124,7 @@ def exit_now(code: int) -> None:
 def run(job: Job) -> dict[str, Any]:
     import torch
 
-    from tritonsmith.tools._trials import run_trials
+    from tritonsmith.tools._trials import check_kernels_contribute, run_trials
 
     spec = job.spec
     job.stage("load_reference")
@@ -143,6 +143,7 @@ def run(job: Job) -> dict[str, Any]:
         mismatch = correctness.get("mismatch") or {}
         result.update(status="wrong_output", stage="correctness", message=mismatch.get("message", "wrong output"))
         return result
+    check_kernels_contribute(job, ref_model, cand_model, make_inputs)
     job.guards.checkpoint("correctness")
     result.update(status="correct", message=f"correct on {correctness['trials']} trials")
     if job.device == "cuda" and spec.get("benchmark", True):

@@ -302,7 +302,10 @@ def _parse(data: dict[str, Any], common: dict[str, Any], startup_s: float = 0.0)
         bench = BenchmarkReport(candidate=Timing(**b["candidate"]), eager=Timing(**b["eager"]),
                                 compiled=Timing(**b["compiled"]) if b.get("compiled") else None,
                                 compile_mode=b["compile_mode"], compiled_note=b.get("compiled_note"),
-                                remeasured=b.get("remeasured", False), notes=tuple(b.get("notes", ())))
+                                remeasured=b.get("remeasured", False), notes=tuple(b.get("notes", ())),
+                                light_floor_ms=b.get("light_floor_ms"),
+                                speedup_ci_vs_eager=_pair(b.get("speedup_ci_vs_eager")),
+                                speedup_ci_vs_compile=_pair(b.get("speedup_ci_vs_compile")))
     checks = checks_from_dict({"policy": "hybrid", **data["checks"]}) if data.get("checks") else None
     if checks is not None and data.get("rule"):
         broken = Violation(rule=data["rule"], message=data.get("message", ""), origin="runtime")
@@ -311,6 +314,10 @@ def _parse(data: dict[str, Any], common: dict[str, Any], startup_s: float = 0.0)
                       stage=data.get("stage"), correctness=correctness, benchmark=bench, rule=data.get("rule"),
                       checks=checks, stage_seconds=_with_overhead(data.get("stage_seconds", {}), common["wall_s"], startup_s),
                       **common)
+
+
+def _pair(value: Any) -> tuple[float, float] | None:
+    return (float(value[0]), float(value[1])) if value else None
 
 
 def _with_overhead(stages: dict[str, float], wall_s: float, startup_s: float = 0.0) -> dict[str, float]:

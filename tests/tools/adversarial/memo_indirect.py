@@ -1,0 +1,45 @@
+"""Cheat (GPU): memoisation through indirection: the storage pointer is read by a computed
+attribute name and the cached results live in a module-level list searched linearly. Problem: softmax
+(large). Expected: rejected, rule benchmark_output_wrong."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=-float("inf"))
+    num = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * n_cols + cols, num / tl.sum(num, axis=0), mask=mask)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    _softmax_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+
+
+_seen = []
+_attr = "data" + "_ptr"
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        ptr = getattr(x.untyped_storage(), _attr)()
+        if self.calls > 8:
+            for p, out in _seen:
+                if p == ptr:
+                    return out.clone()
+        out = softmax(x)
+        _seen.append((ptr, out))
+        return out

@@ -1,0 +1,26 @@
+"""Honest candidate: silu(x) + bias in one Triton kernel. Problem: silu_bias. Expected: correct."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _silu_bias_kernel(x_ptr, b_ptr, out_ptr, n, cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    b = tl.load(b_ptr + offs % cols, mask=mask)
+    tl.store(out_ptr + offs, x * tl.sigmoid(x) + b, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(features))
+
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _silu_bias_kernel[(triton.cdiv(x.numel(), 1024),)](x, self.bias, out, x.numel(), x.shape[-1], BLOCK=1024)
+        return out
