@@ -2,7 +2,7 @@
 
 The rule list is read from the evaluator's own sources (every ``reject("rule", ...)``, ``report.add("rule",
 ...)``, ``rule="..."`` and ``(rule, message)`` pair), so a rule added to the evaluator without an entry in
-:data:`tritonsmith.contract.RULES` fails here, and so does a prompt that leaves a rule out.
+the evaluator's registry (tools/_rules.py) fails here, and so does a prompt that leaves a rule out.
 """
 
 from __future__ import annotations
@@ -16,14 +16,21 @@ import pytest
 import tritonsmith.tools as tools_pkg
 from tritonsmith.agents.base import GenerationRequest
 from tritonsmith.agents.prompts import SYSTEM_PROMPT, render_system
-from tritonsmith.contract import HYBRID_REWARD_FACTOR, POLICIES, RULES, contract_text, torch_computes
+from tritonsmith.tools.contract import (
+    HYBRID_REWARD_FACTOR,
+    POLICIES,
+    POLICY_ALLOWS,
+    RULES,
+    contract_text,
+    torch_computes,
+)
 from tritonsmith.graphs.reward import reward_for
 from tritonsmith.problem import Problem
 from tritonsmith.tools._results import ChecksReport, EvalResult, EvalStatus, TorchOpUse
 
 _RULE = re.compile(r"^[a-z][a-z0-9_]+$")
-# The lead's rules announced for the evaluator (#17); listed in the contract before they land.
-ANNOUNCED = {"side_stream", "decorative_kernel", "faster_than_light", "output_reused", "memoised"}
+# Rules of the evaluator's #17 work (memoised results are caught as benchmark_output_wrong).
+ANNOUNCED = {"side_stream", "decorative_kernel", "faster_than_light", "output_reused", "benchmark_output_wrong"}
 
 
 def _str(node: ast.AST | None) -> str | None:
@@ -74,6 +81,7 @@ def test_every_rule_of_the_evaluator_is_in_the_contract():
     missing = {r: f for r, f in found.items() if r not in RULES}
     assert not missing, f"rules the evaluator rejects with but the contract does not state: {missing}"
     assert ANNOUNCED <= set(RULES)
+    assert set(POLICY_ALLOWS) == set(POLICIES)
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -117,4 +125,4 @@ def test_rejection_feedback_carries_the_rules_fix():
                         problem="p", device="cpu", device_name="CPU", tolerance="kernelbench",
                         rule="evaluator_access")
     text = result.feedback()
-    assert "rule broken: evaluator_access forbids" in text and "Fix: " in text
+    assert "rule broken: evaluator_access (file, environment" in text and "Fix: remove file and environment" in text

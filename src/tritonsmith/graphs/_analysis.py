@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonsmith.contract import rule_fix
+from tritonsmith.tools.contract import rule_fix
 from tritonsmith.graphs.state import MODEL_ERROR, NO_CODE, AttemptRecord
 from tritonsmith.problem import Problem, ProblemError, ProblemInfo
 

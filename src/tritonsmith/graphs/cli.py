@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tritonsmith.contract import torch_computes_line
+from tritonsmith.tools.contract import torch_computes_line
 
 if TYPE_CHECKING:
     from tritonsmith.graphs.optimizer import OptimizeResult

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tritonsmith.contract import torch_computes
+from tritonsmith.tools.contract import torch_computes
 from tritonsmith.memory._signature import ProblemSignature, normalize_source, problem_key, problem_signature
 from tritonsmith.problem import Problem
 from tritonsmith.tools._results import EvalResult, EvalStatus

@@ -23,9 +23,11 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tritonsmith.contract import DEFAULT_POLICY, POLICIES  # the policies are stated once, in the contract
 from tritonsmith.tools._results import TorchOpUse, Violation
 from tritonsmith.tools._rules import rule as known_rule
+
+POLICIES = ("hybrid", "strict")
+DEFAULT_POLICY = "hybrid"
 
 _KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
 # torch functions that allocate, reshape, copy or describe: glue a launcher needs, never "the work".

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tritonsmith.contract import HYBRID_REWARD_FACTOR, rule_fix, torch_computes, torch_computes_line
+from tritonsmith.tools.contract import HYBRID_REWARD_FACTOR, rule_fix, torch_computes, torch_computes_line
 
 if TYPE_CHECKING:
     from tritonsmith.tools._results import EvalResult

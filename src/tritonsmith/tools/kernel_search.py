@@ -10,7 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tritonsmith.contract import torch_computes_line
+from tritonsmith.tools.contract import torch_computes_line
 from tritonsmith.problem import Problem
 
 if TYPE_CHECKING:
