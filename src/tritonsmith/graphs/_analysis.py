@@ -78,8 +78,20 @@ _HINTS = {
 
 def explain_failure(attempt: AttemptRecord) -> str:
     """What the generator should look at, given how the attempt failed."""
+    if attempt["status"] == "wrong_output" and _diagnosed(attempt):
+        return "Fix what the diagnosis above names first; the rest of the kernel may be right."
     if attempt["status"] == "rejected":
         fix = rule_fix((attempt.get("result") or {}).get("rule"))
         if fix:
             return f"The evaluator rejected the candidate: {fix}"
     return _HINTS.get(attempt["status"], "The attempt failed; read the evaluator's message above.")
+
+
+def _diagnosed(attempt: AttemptRecord) -> bool:
+    """Whether the evaluator's feedback already names what is wrong with the output."""
+    from tritonsmith.tools._feedback import diagnose
+    from tritonsmith.tools._results import EvalResult
+
+    result = EvalResult.from_dict(attempt["result"]) if attempt.get("result") else None
+    mismatch = result.correctness.mismatch if result and result.correctness else None
+    return mismatch is not None and bool(diagnose(mismatch))
