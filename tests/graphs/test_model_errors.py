@@ -61,13 +61,14 @@ def test_context_length_shortens_the_prompt_and_retries_once(replay, softmax_ref
 
 
 def test_context_length_twice_is_a_model_error_attempt(replay, softmax_reference):
-    server = replay([CONTEXT_400, CONTEXT_400])
+    server = replay([CONTEXT_400, CONTEXT_400, SERVER_500])
     result = _run(server, softmax_reference, iterations=1, memory=_OneExample())
-    (attempt,) = result.attempts
+    attempt, then = result.attempts  # a model error spends no iteration: the next request is a 500
     assert (attempt.status, attempt.reward, attempt.source) == ("model_error", 0.0, None)
     assert "context length" in attempt.message and "shortened prompt" in attempt.message
-    assert "context_length_exceeded" in attempt.message and len(server.requests) == 2
-    assert result.status == "gave_up"
+    assert "context_length_exceeded" in attempt.message and len(server.requests) == 3
+    assert then.status == "model_error" and "HTTP 500" in then.message
+    assert result.status == "gave_up" and "failed twice in a row" in result.reason
 
 
 def test_a_500_mid_run_keeps_iteration_1_in_the_written_reports(replay, softmax_reference, wrong_candidate,
@@ -116,3 +117,30 @@ def test_a_bad_key_stops_at_once_with_what_to_fix(replay, softmax_reference):
     (attempt,) = result.attempts
     assert attempt.status == "model_error" and "OPENAI_API_KEY" in attempt.message
     assert result.status == "gave_up" and "cannot serve this run" in result.reason
+
+
+def test_resume_continues_a_run_the_model_server_ended(replay, softmax_reference, wrong_candidate,
+                                                       softmax_candidate, tmp_path, monkeypatch):
+    for name, value in {"TRITONSMITH_API_KEY": "sk-local", "TRITONSMITH_MAX_RETRIES": "0",
+                        "TRITONSMITH_LLM_TIMEOUT": "30"}.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "out"
+    down = replay([tool_call("submit_kernel", {"source": wrong_candidate}, "c1"), SERVER_500, SERVER_500])
+    args = ["optimize", str(softmax_reference), "--device", "cpu", "--trials", "1", "--no-memory",
+            "--generator", "llm", "--out", str(out)]
+    first = CliRunner().invoke(app, [*args, "--base-url", down.base_url])
+    assert first.exit_code == 1, first.output
+    back = replay([tool_call("submit_kernel", {"source": softmax_candidate}, "c2")])
+    again = CliRunner().invoke(app, [*args, "--base-url", back.base_url, "--resume"])
+    assert again.exit_code == 0, again.output
+    report = json.loads((out / "report.json").read_text())
+    assert [(a["iteration"], a["status"]) for a in report["attempts"]] == [
+        (1, "wrong_output"), (2, "model_error"), (3, "model_error"), (4, "correct")]
+    assert report["status"] == "verified" and len(back.requests) == 1
+    assert "wrong_output" in back.requests[0]["messages"][1]["content"]  # the resumed model saw iteration 1
+
+
+def test_resume_without_a_saved_run_says_what_to_do(tmp_path, softmax_reference):
+    res = CliRunner().invoke(app, ["optimize", str(softmax_reference), "--device", "cpu", "--generator", "builtin",
+                                   "--no-memory", "--out", str(tmp_path / "none"), "--resume"])
+    assert res.exit_code == 2 and "no run to resume" in " ".join(res.output.split())

@@ -49,12 +49,15 @@ def optimize_command(
     policy: Annotated[str | None, typer.Option(help="hybrid (torch may keep some ops, reported) or strict.")] = None,
     scale: Annotated[bool | None, typer.Option("--scale/--no-scale", help="Shrink the problem's shapes first (reported).")] = None,
     memory: Annotated[bool, typer.Option("--memory/--no-memory", help="Use the kernel memory.")] = True,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run saved in --out (interrupted, or ended "
+                                                         "by the model server, or with iterations left).")] = False,
 ) -> None:
     """Turn a PyTorch reference into a verified Triton kernel: generate, evaluate, profile, refine."""
     from tritonsmith.agents.llm import LLMConfigurationError, ModelUnavailableError
     from tritonsmith.cli import resolve_path
+    from tritonsmith.graphs._checkpoint import FileCheckpointer, RunFiles
     from tritonsmith.graphs.optimizer import optimize
-    from tritonsmith.problem import ProblemError
+    from tritonsmith.problem import ProblemError, load_problem
 
     if generator not in (None, "auto", "llm", "builtin"):
         raise typer.BadParameter(f"--generator must be auto, llm or builtin, not {generator!r}")
@@ -65,16 +68,20 @@ def optimize_command(
         settings["use_memory"] = False
     view = _Progress()
     try:
+        target = out or Path("tritonsmith-out") / _safe(load_problem(ref_path).name)
+        run_files = RunFiles(target)
+        thread = run_files.thread() if resume else run_files.new_thread(ref_path.name)
         with console.status(f"optimizing {ref_path.name}...", spinner="dots") as status:
             view.status = status
             result = optimize(ref_path, model=model, base_url=base_url, iterations=iterations, device=device,
-                              start_from=kernel, generator=generator, on_event=view.on_event, **settings)  # type: ignore[arg-type]
-    except (LLMConfigurationError, ModelUnavailableError, ProblemError, ValueError) as exc:
+                              start_from=kernel, generator=generator, on_event=view.on_event,
+                              checkpointer=FileCheckpointer(run_files.checkpoints), thread_id=thread, resume=resume,
+                              **settings)  # type: ignore[arg-type]
+    except (LLMConfigurationError, ModelUnavailableError, ProblemError, ValueError, FileNotFoundError) as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     for note in result.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
-    target = out or Path("tritonsmith-out") / _safe(result.problem)
     written = write_outputs(result, target, reference=ref_path)
     colour = "green" if result.ok else "red"
     best = next((a for a in result.attempts if a.iteration == result.best_iteration), None)

@@ -14,8 +14,9 @@ Route = Literal["generate", "remember", "__end__"]
 
 
 def generated_count(attempts: Sequence[AttemptRecord]) -> int:
-    """Attempts that spent an iteration (a user's ``--from`` kernel does not)."""
-    return sum(1 for a in attempts if a["generator"] != "user")
+    """Attempts that spent an iteration (a user's ``--from`` kernel and the model server's failures do not:
+    repeated model errors end the run on their own, see :func:`decide`)."""
+    return sum(1 for a in attempts if a["generator"] != "user" and a["status"] != MODEL_ERROR)
 
 
 def target_reached(best: AttemptRecord | None, settings: Settings) -> tuple[bool, str]:
