@@ -47,7 +47,8 @@ def _rule_pair(node: ast.AST | None) -> str | None:
 
 
 def evaluator_rules(path: Path) -> set[str]:
-    """Every rule name an evaluator module can reject with."""
+    """Every rule name an evaluator module can reject with (``reject``/``report.add`` calls, ``rule=``, the
+    checks' (rule, why) tables and what ``*_findings`` functions return)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Call):
@@ -62,8 +63,8 @@ def evaluator_rules(path: Path) -> set[str]:
             found |= {r for v in node.values if (r := _rule_pair(v))}
         elif isinstance(node, ast.DictComp) and (r := _rule_pair(node.value)):
             found.add(r)
-        elif isinstance(node, ast.Return) and (r := _rule_pair(node.value)):
-            found.add(r)
+        elif isinstance(node, ast.FunctionDef) and node.name.endswith("findings"):  # policy_findings' returns
+            found |= {r for n in ast.walk(node) if isinstance(n, ast.Return) and (r := _rule_pair(n.value))}
     return found
 
 

@@ -139,3 +139,36 @@ def test_an_exception_from_the_model_becomes_a_model_error_candidate(request_):
     assert cand.source is None and not cand.model_error_fatal and "HTTP 503" in (cand.model_error or "")
     with pytest.raises(ZeroDivisionError):  # our own bugs still raise
         LLMGenerator(ScriptedChatModel(script=[ZeroDivisionError("bug")])).generate(request_)
+
+
+def test_refinement_continues_the_conversation_without_resending_examples(request_):
+    from dataclasses import replace
+
+    from tritonsmith.agents.base import Attempt
+    from tritonsmith.agents.prompts import EXAMPLES_DROPPED
+
+    from langchain_core.tools import StructuredTool
+
+    def lookup(query: str) -> str:
+        """Look something up.
+
+        Args:
+            query: what to look up.
+        """
+        return "HEAD\n" + "long line of documentation\n" * 400
+
+    first_req = replace(request_, examples=("# EXAMPLE_KERNEL\n" + "y = 2\n" * 300,), iterations_left=2)
+    model = ScriptedChatModel(script=[call_tool("lookup", query="softmax"), submit(CODE),
+                                      submit(CODE.replace("return x", "return x * 1"))])
+    gen = LLMGenerator(model, tools=[StructuredTool.from_function(lookup, parse_docstring=True)])
+    first = gen.generate(first_req)
+    assert "EXAMPLE_KERNEL" in model.seen[0][1].content
+    attempt = Attempt(iteration=1, source=first.source, result=None, feedback="status: wrong_output — off by one",
+                      reward=0.0, generator="llm")
+    gen.generate(replace(first_req, iteration=2, history=(attempt,), iterations_left=1))
+    convo = model.seen[2]
+    assert "EXAMPLE_KERNEL" not in str([m.content for m in convo]) and EXAMPLES_DROPPED in convo[1].content
+    looked_up = next(m for m in convo if isinstance(m, ToolMessage) and "HEAD" in m.content)
+    assert len(looked_up.content) < 1200 and "call the tool again" in looked_up.content  # kept, shrunk
+    assert isinstance(convo[-1], ToolMessage) and "verdict on your iteration 1" in convo[-1].content
+    assert "off by one" in convo[-1].content and "iterations left after this one: 1" in convo[-1].content

@@ -89,9 +89,9 @@ def test_a_500_mid_run_keeps_iteration_1_in_the_written_reports(replay, softmax_
     assert "HTTP 500" in report["attempts"][1]["message"] and "GPU fell off the bus" in report["attempts"][1]["message"]
     md = (out / "report.md").read_text()
     assert "| 1 | llm |" in md and "wrong_output" in md and "model_error" in md
-    # the model never read the server's failure as its own: iteration 3's prompt shows iteration 1's verdict
-    assert "wrong_output" in server.requests[2]["messages"][1]["content"]
-    assert "model error" not in server.requests[2]["messages"][1]["content"]
+    # the model never read the server's failure as its own: iteration 3's request ends with iteration 1's verdict
+    last = server.requests[2]["messages"][-1]
+    assert last["role"] == "tool" and "wrong_output" in last["content"] and "model error" not in last["content"]
 
 
 def test_a_timeout_is_a_model_error_and_the_run_goes_on(replay, softmax_reference, softmax_candidate):
@@ -137,7 +137,8 @@ def test_resume_continues_a_run_the_model_server_ended(replay, softmax_reference
     assert [(a["iteration"], a["status"]) for a in report["attempts"]] == [
         (1, "wrong_output"), (2, "model_error"), (3, "model_error"), (4, "correct")]
     assert report["status"] == "verified" and len(back.requests) == 1
-    assert "wrong_output" in back.requests[0]["messages"][1]["content"]  # the resumed model saw iteration 1
+    # a resumed run (a new process) starts a fresh prompt that holds iteration 1's verdict
+    assert "Your previous attempt (iteration 1, wrong_output)" in back.requests[0]["messages"][1]["content"]
 
 
 def test_resume_without_a_saved_run_says_what_to_do(tmp_path, softmax_reference):

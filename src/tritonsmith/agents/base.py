@@ -35,6 +35,7 @@ class GenerationRequest:
     device: str = "cuda"
     start_from: str | None = None
     policy: str = "hybrid"
+    iterations_left: int | None = None  # iterations the run has after this one (None: not known)
 
 
 @dataclass(frozen=True, kw_only=True)

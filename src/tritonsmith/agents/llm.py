@@ -8,7 +8,10 @@ bounded number of rounds, and submits a candidate through the ``submit_kernel`` 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,13 +19,15 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 
-from tritonsmith.agents._llm_tools import SUBMIT_TOOL_NAME, submit_kernel
+from tritonsmith.agents._llm_tools import EVALUATE_TOOL_NAME, SUBMIT_TOOL_NAME, submit_kernel
 from tritonsmith.agents._parse import extract_code, source_from_tool_args, text_of
 from tritonsmith.agents.base import Candidate, GenerationRequest, TokenUsage
 from tritonsmith.agents.prompts import (
+    EXAMPLES_DROPPED,
     NO_CODE_FEEDBACK,
     SYSTEM_PROMPT,
     TOOL_BUDGET_SPENT,
+    render_followup,
     render_request,
     render_system,
 )
@@ -109,13 +114,16 @@ class LLMGenerator:
         max_no_code_replies: answers without code tolerated (each fed back) before giving up on a candidate.
         pricing: prices per million tokens; without it, a cost the server reports is used, else None.
         server: where the model lives, for error messages.
+        context_tokens: refinement continues the model's own conversation (the evaluator's verdict answers
+            its ``submit_kernel`` call) while the conversation stays under this many tokens (estimated as
+            characters / 4); past it, a fresh prompt with the findings so far starts a new one.
     """
 
     name = "llm"
 
     def __init__(self, model: BaseChatModel, *, tools: Sequence[BaseTool] = (), toolkit: Toolkit | None = None,
                  max_tool_rounds: int = 4, max_no_code_replies: int = 2, pricing: Pricing | None = None,
-                 system_prompt: str = SYSTEM_PROMPT, server: str | None = None) -> None:
+                 system_prompt: str = SYSTEM_PROMPT, server: str | None = None, context_tokens: int = 32000) -> None:
         if max_tool_rounds < 0 or max_no_code_replies < 0:
             raise ValueError("max_tool_rounds and max_no_code_replies must be >= 0")
         self.model = model
@@ -126,12 +134,16 @@ class LLMGenerator:
         self.pricing = pricing
         self.system_prompt = system_prompt
         self.server = server or getattr(model, "openai_api_base", None) or _model_label(model)
+        self.context_tokens = context_tokens
+        self._conversations: dict[str, _Conversation] = {}  # per problem: what the model said up to its submission
+        self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> LLMGenerator:
         kwargs.setdefault("max_tool_rounds", settings.max_tool_rounds)
         kwargs.setdefault("pricing", pricing_from(settings))
         kwargs.setdefault("server", settings.base_url or "api.openai.com")
+        kwargs.setdefault("context_tokens", settings.llm_context_tokens)
         return cls(chat_model_from_settings(settings), **kwargs)
 
     def generate(self, request: GenerationRequest) -> Candidate:
@@ -154,8 +166,7 @@ class LLMGenerator:
         tools = [*self.tools, *(self.toolkit(request) if self.toolkit else ())]
         by_name = {t.name: t for t in tools}
         with_tools, submit_only = self._bind([*tools, submit_kernel]), self._bind([submit_kernel])
-        messages: list[BaseMessage] = [SystemMessage(render_system(request, self.system_prompt)),
-                                       HumanMessage(render_request(request, compact=compact))]
+        messages = self._opening(request, compact=compact, evaluate_tool=EVALUATE_TOOL_NAME in by_name)
         rounds = no_code = 0
         while True:
             reply = self._invoke(with_tools if rounds < self.max_tool_rounds else submit_only, messages)
@@ -163,12 +174,16 @@ class LLMGenerator:
             messages.append(reply)
             source, problem = _submission(reply)
             if source is not None:
+                self._keep(request, messages, source)
                 note = f"submitted after {rounds} tool round(s)" + (f"; {problem}" if problem else "")
                 return Candidate(source=source, note=note, usage=meter.total())
             calls = [c for c in reply.tool_calls if c["name"] != SUBMIT_TOOL_NAME]
             if calls and rounds < self.max_tool_rounds and problem is None:
                 rounds += 1
-                messages.extend(self._run_tools(calls, by_name))
+                results = self._run_tools(calls, by_name)
+                left = self.max_tool_rounds - rounds
+                results[-1].content = f"{results[-1].content}\n\n({left} tool round(s) left before you must submit)"
+                messages.extend(results)
                 if rounds == self.max_tool_rounds:
                     messages.append(HumanMessage(TOOL_BUDGET_SPENT))
                 continue
@@ -178,6 +193,41 @@ class LLMGenerator:
                                  note=f"the model gave no code in {no_code} answers: {_gist(reply)}")
             messages.extend(_decline(reply, "not run: submit your kernel now"))
             messages.append(HumanMessage(f"{problem}\n\n{NO_CODE_FEEDBACK}" if problem else NO_CODE_FEEDBACK))
+
+    # -- the conversation ---------------------------------------------------------------------
+    def _opening(self, request: GenerationRequest, *, compact: bool, evaluate_tool: bool) -> list[BaseMessage]:
+        """The model's own conversation with the verdict on its last submission, or a fresh prompt."""
+        facts = {"tool_rounds": self.max_tool_rounds, "evaluate_tool": evaluate_tool}
+        previous = None if compact else self._conversation(request)
+        if previous is not None:
+            messages = [*previous.messages, *previous.answer(render_followup(request, **facts))]
+            if _estimate_tokens(messages) <= self.context_tokens:
+                return messages
+            log.info("the conversation is over %d tokens: starting a fresh prompt", self.context_tokens)
+        return [SystemMessage(render_system(request, self.system_prompt)),
+                HumanMessage(render_request(request, compact=compact, **facts))]
+
+    def _conversation(self, request: GenerationRequest) -> _Conversation | None:
+        """The conversation that produced the last attempt of ``request``'s history, if this model had it."""
+        last = request.history[-1] if request.history else None
+        with self._lock:
+            conv = self._conversations.get(_problem_key(request))
+        if conv is None or last is None or last.source is None or last.source.strip() != conv.source.strip():
+            return None
+        return conv
+
+    def _keep(self, request: GenerationRequest, messages: list[BaseMessage], source: str) -> None:
+        """Keep the conversation for the next iteration, lighter: the retrieved examples leave the opening
+        message (sent once) and long tool results shrink to their head (the model can call again)."""
+        kept: list[BaseMessage] = list(messages)
+        if request.examples and not request.history and len(kept) > 1 and isinstance(kept[1], HumanMessage):
+            lighter = dataclasses.replace(request, examples=())
+            kept[1] = HumanMessage(render_request(lighter, tool_rounds=self.max_tool_rounds,
+                                                  evaluate_tool=EVALUATE_TOOL_NAME in text_of(kept[1].content))
+                                   + "\n\n" + EXAMPLES_DROPPED)
+        kept = [_shrunk(m) if isinstance(m, ToolMessage) else m for m in kept]
+        with self._lock:
+            self._conversations[_problem_key(request)] = _Conversation(messages=kept, source=source)
 
     # -- helpers ------------------------------------------------------------------------------
     def _bind(self, tools: Sequence[BaseTool]) -> Any:
@@ -222,6 +272,48 @@ class LLMGenerator:
             out.append(result if isinstance(result, ToolMessage)
                        else ToolMessage(str(result), tool_call_id=call["id"]))
         return out
+
+
+@dataclass(frozen=True)
+class _Conversation:
+    """A conversation up to the model's submission of ``source``."""
+
+    messages: list[BaseMessage]
+    source: str
+
+    def answer(self, verdict: str) -> list[BaseMessage]:
+        """The verdict as the answer to the submitting reply: its tool calls' results, or a user message."""
+        reply = self.messages[-1]
+        calls = [*getattr(reply, "tool_calls", []), *getattr(reply, "invalid_tool_calls", [])]
+        ids = [(c.get("id"), c.get("name")) for c in calls if c.get("id")]
+        if not ids:
+            return [HumanMessage(verdict)]
+        return [ToolMessage(verdict if name == SUBMIT_TOOL_NAME else "not run: you submitted in the same answer",
+                            tool_call_id=i) for i, name in ids]
+
+
+_KEPT_TOOL_CHARS = 800  # a tool result kept for later iterations: its head, enough to recall what it said
+
+
+def _shrunk(message: ToolMessage) -> ToolMessage:
+    text = text_of(message.content)
+    if len(text) <= _KEPT_TOOL_CHARS:
+        return message
+    head = text[:_KEPT_TOOL_CHARS].rsplit("\n", 1)[0]
+    return message.model_copy(update={"content": f"{head}\n... ({len(text) - len(head)} characters dropped from the "
+                                                 "conversation: call the tool again to see them)"})
+
+
+def _problem_key(request: GenerationRequest) -> str:
+    return hashlib.sha256(f"{request.problem.name}\0{request.problem.source}".encode()).hexdigest()[:16]
+
+
+def _estimate_tokens(messages: Sequence[BaseMessage]) -> int:
+    """Characters / 4 over contents and tool-call arguments (no tokenizer offline; close for code and English)."""
+    chars = 0
+    for m in messages:
+        chars += len(text_of(m.content)) + sum(len(str(c.get("args", ""))) for c in getattr(m, "tool_calls", []))
+    return chars // 4
 
 
 def _model_error(exc: ModelUnavailableError, meter: _UsageMeter, after: str = "") -> Candidate:

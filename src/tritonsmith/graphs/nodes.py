@@ -115,7 +115,7 @@ class KernelNodes:
             problem=problem_from_spec(state["problem"]), iteration=iteration,
             history=[_to_attempt(a) for a in attempts if a["status"] != MODEL_ERROR], examples=tuple(state.get("examples", ())),
             analysis=state.get("analysis", ""), device=state.get("device", "cuda"), start_from=start,
-            policy=settings.policy)
+            policy=settings.policy, iterations_left=max(0, settings.iterations - routing.generated_count(attempts) - 1))
         log.info("iteration %d: asking the %s generator", iteration, generator.name)
         candidate = generator.generate(request)
         u = candidate.usage

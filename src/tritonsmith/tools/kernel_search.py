@@ -154,12 +154,13 @@ def make_kernel_search_tool(
     def kernel_search(query: str, k: int = 3) -> str:
         """Search memory for verified Triton kernels of similar problems (with their measured speedups).
 
-        query: what the kernel computes, e.g. "conv2d then bias, relu and scale fused" or the PyTorch source.
-        k: how many examples (1-20).
+        Args:
+            query: what the kernel computes, e.g. "conv2d then bias, relu and scale fused" or the PyTorch source.
+            k: how many examples (1-20).
         """
         return search_kernels(query, k=k, memory=memory, device_name=device_name, budget=budget).to_prompt()
 
-    return StructuredTool.from_function(kernel_search, name="kernel_search", parse_docstring=False)
+    return StructuredTool.from_function(kernel_search, name="kernel_search", parse_docstring=True)
 
 
 def __getattr__(name: str) -> Any:
