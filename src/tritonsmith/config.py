@@ -15,7 +15,7 @@ Environment variables (all optional)::
     TRITONSMITH_TRIALS, TRITONSMITH_EVAL_TIMEOUT, TRITONSMITH_LLM_TIMEOUT, TRITONSMITH_MAX_RETRIES,
     TRITONSMITH_MAX_TOOL_ROUNDS, TRITONSMITH_TEMPERATURE, TRITONSMITH_TARGET_SPEEDUP, TRITONSMITH_SCALE,
     TRITONSMITH_MEMORY_DIR, TRITONSMITH_USE_MEMORY, TRITONSMITH_INPUT_COST, TRITONSMITH_OUTPUT_COST,
-    TRITONSMITH_LLM_CONTEXT_TOKENS, TRITONSMITH_MAX_DRAFT_EVALUATIONS
+    TRITONSMITH_LLM_CONTEXT_TOKENS, TRITONSMITH_MAX_DRAFT_EVALUATIONS, TRITONSMITH_RECORD_DIR
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ ENV: dict[str, tuple[str, ...]] = {
     "output_cost_per_mtok": ("TRITONSMITH_OUTPUT_COST",),
     "llm_context_tokens": ("TRITONSMITH_LLM_CONTEXT_TOKENS",),
     "max_draft_evaluations": ("TRITONSMITH_MAX_DRAFT_EVALUATIONS",),
+    "record_dir": ("TRITONSMITH_RECORD_DIR",),
 }
 
 
@@ -85,6 +86,7 @@ class KernelContext:
     output_cost_per_mtok: float | None = None
     llm_context_tokens: int | None = None
     max_draft_evaluations: int | None = None
+    record_dir: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,6 +116,7 @@ class Settings:
             stay in context) while it stays under this many tokens (estimated as characters / 4); past it,
             the next iteration starts a fresh, shorter prompt.
         max_draft_evaluations: ``evaluate_kernel`` calls (one trial each) the model may make per iteration.
+        record_dir: record every request to the chat model and its reply in ``record_dir/transcript.json``.
     """
 
     model: str = "gpt-4.1"
@@ -139,6 +142,7 @@ class Settings:
     output_cost_per_mtok: float | None = None
     llm_context_tokens: int = 32000
     max_draft_evaluations: int = 2
+    record_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.generator not in ("auto", "llm", "builtin"):

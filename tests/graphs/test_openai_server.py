@@ -41,3 +41,20 @@ def test_optimize_through_chat_openai_and_a_local_server(replay, softmax_referen
     assert "no verified kernel" in tool_reply["content"]  # the memory was empty: said so, not an error
     feedback = refine["messages"][-1]["content"]
     assert "wrong_output" in feedback and "first bad index" in feedback
+
+
+def test_record_writes_every_request_and_reply(replay, softmax_reference, softmax_candidate, wrong_candidate,
+                                               tmp_path):
+    from tritonsmith.agents._record import load_transcript
+
+    server = replay([tool_call("submit_kernel", {"source": wrong_candidate}, "c1"),
+                     {"_status": 500, "_body": {"error": {"message": "overloaded"}}},
+                     tool_call("submit_kernel", {"source": softmax_candidate}, "c2")])
+    result = optimize(softmax_reference, model="m", base_url=server.base_url, api_key="sk-secret", device="cpu",
+                      trials=1, memory=False, max_retries=0, record_dir=str(tmp_path / "rec"), llm_timeout_s=30.0)
+    assert [a.status for a in result.attempts] == ["wrong_output", "model_error", "correct"]
+    exchanges = load_transcript(tmp_path / "rec" / "transcript.json")
+    assert [e["reply"]["status"] for e in exchanges] == [200, 500, 200]
+    assert [e["request"]["messages"] for e in exchanges] == [r["messages"] for r in server.requests]
+    assert exchanges[0]["reply"]["body"]["choices"][0]["message"]["tool_calls"][0]["id"] == "c1"
+    assert "sk-secret" not in (tmp_path / "rec" / "transcript.json").read_text()

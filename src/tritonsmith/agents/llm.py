@@ -82,7 +82,8 @@ def pricing_from(settings: Settings) -> Pricing | None:
 
 
 def chat_model_from_settings(settings: Settings) -> BaseChatModel:
-    """A ``ChatOpenAI`` for ``settings`` (model, base_url, key), with its timeout and retry limit set.
+    """A ``ChatOpenAI`` for ``settings`` (model, base_url, key), with its timeout and retry limit set; with
+    ``record_dir``, every exchange with the server is recorded there (``transcript.json``).
 
     Raises :class:`LLMConfigurationError` when neither a key nor a server URL is configured.
     """
@@ -100,6 +101,10 @@ def chat_model_from_settings(settings: Settings) -> BaseChatModel:
         kwargs["base_url"] = settings.base_url
     if settings.temperature is not None:
         kwargs["temperature"] = settings.temperature
+    if settings.record_dir:
+        from tritonsmith.agents._record import recording_client
+
+        kwargs["http_client"] = recording_client(settings.record_dir, timeout_s=settings.llm_timeout_s)
     return ChatOpenAI(**kwargs)
 
 

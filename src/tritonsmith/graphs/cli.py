@@ -49,6 +49,8 @@ def optimize_command(
     policy: Annotated[str | None, typer.Option(help="hybrid (torch may keep some ops, reported) or strict.")] = None,
     scale: Annotated[bool | None, typer.Option("--scale/--no-scale", help="Shrink the problem's shapes first (reported).")] = None,
     memory: Annotated[bool, typer.Option("--memory/--no-memory", help="Use the kernel memory.")] = True,
+    record: Annotated[Path | None, typer.Option(help="Record every model request and reply in "
+                                                     "DIR/transcript.json (replayable in tests).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run saved in --out (interrupted, or ended "
                                                          "by the model server, or with iterations left).")] = False,
 ) -> None:
@@ -66,6 +68,8 @@ def optimize_command(
     settings: dict[str, Any] = {k: v for k, v in {"trials": trials, "scale": scale, "policy": policy}.items() if v is not None}
     if not memory:
         settings["use_memory"] = False
+    if record is not None:
+        settings["record_dir"] = str(record)
     view = _Progress()
     try:
         target = out or Path("tritonsmith-out") / _safe(load_problem(ref_path).name)
