@@ -234,3 +234,10 @@ def test_every_tool_argument_has_a_description(softmax_reference):
         assert fn["description"] and "Args:" not in fn["description"], t.name
         for name, prop in fn["parameters"]["properties"].items():
             assert prop.get("description"), f"{t.name}.{name} has no description"
+
+
+def test_a_scaled_run_tells_the_model_the_sizes_it_is_evaluated_at(softmax_reference, softmax_candidate):
+    model = ScriptedChatModel(script=[submit(softmax_candidate)])
+    result = optimize(softmax_reference, model=model, scale=True, **RUN)
+    assert result.ok
+    assert "evaluated at reduced sizes: shapes scaled down from the original problem" in _last_human(model, 0)

@@ -335,7 +335,7 @@ def _submission(reply: AIMessage) -> tuple[str | None, str | None]:
             if source:
                 notes = call["args"].get("notes") if isinstance(call["args"], dict) else None
                 return source, (notes or None)
-            return None, "Your submit_kernel call had no `source` argument with the file in it."
+            return None, "Your submit_kernel call had no `source` argument with the file in it (or it was empty)."
     for bad in reply.invalid_tool_calls:
         if bad.get("name") == SUBMIT_TOOL_NAME:
             source = source_from_tool_args(bad.get("args") or "")

@@ -77,6 +77,9 @@ class KernelNodes:
 
         device = resolve_device(settings.device)
         text, facts = analyze_problem(problem)
+        if settings.scale and (scaled := problem.scaled().scaling_note):
+            # the evaluator runs the scaled problem: the model must not size its kernel for the original only
+            text = f"{text}\nevaluated at reduced sizes: {scaled}; write the kernel for any size"
         notes = []
         if device == "cpu":
             notes.append("device: CPU (Triton interpreter): correctness is checked, speed is not measured; "
