@@ -38,7 +38,7 @@ def launches(source: str) -> list[tuple[str, int, dict[str, Any]]]:
 
 
 def compile_candidate(path: Path, arch: int) -> list[dict[str, Any]]:
-    from tritonsmith.tools._aot import compile_kernel
+    from tritonsmith.profiler._aot import compile_kernel
 
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
@@ -68,7 +68,7 @@ def main() -> None:
 
     from tritonsmith.agents.base import GenerationRequest
     from tritonsmith.agents.builtin import BuiltinGenerator
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
     out = Path(os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)

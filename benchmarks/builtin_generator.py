@@ -1,6 +1,6 @@
 """Benchmark the built-in (no-LLM) generator over KernelBench-format levels 1 and 2.
 
-GPU (the real run; needs tritonsmith.tools.evaluate):
+GPU (the real run; needs tritonsmith.evaluator._evaluate):
     OUT=/tmp/out python benchmarks/builtin_generator.py /path/to/kernelbench-dev --variants 2 --budget-s 420
 Per problem: up to N variants, each evaluated with evaluate(..., device="cuda", trials=5); the next
 variant is chosen from the evaluator's verdicts (refinement without an LLM); the fastest correct one is
@@ -51,8 +51,8 @@ def trace_only(files: list[Path]) -> dict[str, Any]:
 
     import torch
 
-    from tritonsmith._problem_meta import exec_reference, instantiate
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
+    from tritonsmith.core.problem_meta import exec_reference, instantiate
 
     warnings.filterwarnings("ignore")
     rows = []
@@ -82,7 +82,7 @@ def trace_only(files: list[Path]) -> dict[str, Any]:
 # -- emit rate ------------------------------------------------------------------------------------
 def emit_only(files: list[Path]) -> dict[str, Any]:
     from tritonsmith.agents.builtin import summarize
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
     rows = []
     for f in files:
@@ -98,10 +98,10 @@ def emit_only(files: list[Path]) -> dict[str, Any]:
 # -- generation + evaluation ----------------------------------------------------------------------
 def _evaluate(problem: Any, source: str, device: str) -> Any:
     try:
-        from tritonsmith.tools.evaluate import evaluate
+        from tritonsmith.evaluator._evaluate import evaluate
     except ImportError:
         if device != "cpu":
-            raise SystemExit("tritonsmith.tools.evaluate is not available: the GPU run needs the evaluator")
+            raise SystemExit("tritonsmith.evaluator._evaluate is not available: the GPU run needs the evaluator")
         return _interpret(problem, source)
     return evaluate(problem, source, device=device, trials=5 if device == "cuda" else 2,
                     benchmark=device == "cuda")
@@ -109,7 +109,7 @@ def _evaluate(problem: Any, source: str, device: str) -> Any:
 
 def _interpret(problem: Any, source: str) -> Any:
     """CPU fallback while the evaluator is missing: run this script's --check-one in an interpreter process."""
-    from tritonsmith.tools._results import EvalResult, EvalStatus
+    from tritonsmith.core.results import EvalResult, EvalStatus
 
     with tempfile.TemporaryDirectory() as d:
         ref, cand = Path(d) / "ref.py", Path(d) / "cand.py"
@@ -133,7 +133,7 @@ def check_one(ref_path: str, cand_path: str) -> int:
 
     import torch
 
-    from tritonsmith._problem_meta import exec_reference, flatten_outputs
+    from tritonsmith.core.problem_meta import exec_reference, flatten_outputs
 
     ref = exec_reference(Path(ref_path).read_text(), "ref")
     spec = importlib.util.spec_from_file_location("cand", cand_path)
@@ -164,7 +164,7 @@ def check_one(ref_path: str, cand_path: str) -> int:
 def run_problems(files: list[Path], device: str, variants: int, budget_s: float, scale: bool) -> dict[str, Any]:
     from tritonsmith.agents.base import Attempt, GenerationRequest
     from tritonsmith.agents.builtin import BuiltinGenerator
-    from tritonsmith.problem import Problem, ProblemError
+    from tritonsmith.core.problem import Problem, ProblemError
 
     gen = BuiltinGenerator()
     start = time.monotonic()

@@ -24,7 +24,7 @@ def candidates(root: Path, levels: list[int], work: Path) -> list[tuple[str, str
     from tritonsmith.agents.builtin._emit import emit_module
     from tritonsmith.agents.builtin._ir import UnsupportedError
     from tritonsmith.agents.builtin._variants import variant_menu
-    from tritonsmith.problem import Problem, ProblemError
+    from tritonsmith.core.problem import Problem, ProblemError
 
     jobs = []
     for f in sorted(p for level in levels for p in (root / f"level{level}").glob("*.py")):

@@ -16,9 +16,9 @@ import json
 import statistics
 import time
 
+from tritonsmith.evaluator._evaluate import evaluate
+from tritonsmith.evaluator.sandbox import _sandbox
 from tritonsmith.examples import example_path
-from tritonsmith.tools import _sandbox
-from tritonsmith.tools.evaluate import evaluate
 
 
 def main() -> None:

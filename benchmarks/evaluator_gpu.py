@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritonsmith.tools import _sandbox, _zygote
-from tritonsmith.tools.evaluate import _worker_env, evaluate
+from tritonsmith.evaluator._evaluate import _worker_env, evaluate
+from tritonsmith.evaluator.sandbox import _sandbox, _zygote
 
 HERE = Path(__file__).parent
 STAGES = ("zygote_start", "process", "load_reference", "load_candidate", "init", "trial", "benchmark",
@@ -132,7 +132,7 @@ def _zygote_info() -> dict[str, Any] | None:
 
 _CENSUS = """
 import json, sys, time
-from tritonsmith.tools import _zygote
+from tritonsmith.evaluator.sandbox import _zygote
 preload = _zygote.preload_modules("cuda", "full")
 for name in preload:
     try:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.evaluator._evaluate import evaluate
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -39,7 +39,7 @@ def cases(kb: Path, suite: Path | None, work: Path) -> list[tuple[str, Path, Pat
             found.append((f"suite/{k.parent.name}/{k.stem}", kb / k.parent.name / k.name, k))
     for c in sorted((HERE / "candidates" / "level1").glob("*.py")):
         found.append((f"candidates/level1/{c.stem}", kb / "level1" / c.name, c))
-    tests = ROOT / "tests" / "tools"
+    tests = ROOT / "tests" / "evaluator"
     silu = work / "silu_bias.py"
     silu.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self, f):\n"
                     "        super().__init__()\n        self.bias = nn.Parameter(torch.randn(f))\n\n"
@@ -71,6 +71,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("kernelbench", type=Path)
     parser.add_argument("--suite", type=Path, default=None)
+    parser.add_argument("--start", type=int, default=1, help="first case to run (1-based: resume a cut visit)")
+    parser.add_argument("--only", nargs="*", default=None, help="cases whose label contains one of these")
     args = parser.parse_args()
     out = Path(os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)
@@ -78,6 +80,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         todo = cases(args.kernelbench, args.suite, Path(tmp))
         for i, (label, problem, cand) in enumerate(todo, 1):
+            if i < args.start or (args.only and not any(o in label for o in args.only)):
+                continue
             try:
                 rows.append(run(label, problem, cand))
             except Exception as exc:  # a broken reference: say so, keep going

@@ -22,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 
+from tritonsmith.evaluator._checks import check_source
+from tritonsmith.evaluator._evaluate import evaluate
 from tritonsmith.examples import example_path
-from tritonsmith.tools._checks import check_source
-from tritonsmith.tools.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,6 +34,8 @@ def measure(device: str, reps: int, trials: int, compile_mode: str) -> dict[str,
     candidate = example_path("softmax_triton.py").read_text()
     walls: dict[bool, list[float]] = {True: [], False: []}
     worker: dict[bool, list[float]] = {True: [], False: []}
+    stages: dict[bool, list[dict[str, float]]] = {True: [], False: []}
+    rounds: dict[bool, list[int]] = {True: [], False: []}
     evaluate(reference, candidate, device=device, trials=1, compile_mode=compile_mode)  # warm caches (Triton, inductor)
     for _ in range(reps):
         for checks in (True, False):
@@ -42,6 +44,9 @@ def measure(device: str, reps: int, trials: int, compile_mode: str) -> dict[str,
                               compile_mode=compile_mode)
             walls[checks].append(time.perf_counter() - start)
             worker[checks].append(result.wall_s)
+            stages[checks].append(result.stage_seconds)
+            if result.benchmark:
+                rounds[checks].append(result.benchmark.candidate.reps)
             if not result.ok:
                 raise SystemExit(f"the honest candidate failed (checks={checks}): {result.feedback()}")
     t0 = time.perf_counter()
@@ -52,14 +57,21 @@ def measure(device: str, reps: int, trials: int, compile_mode: str) -> dict[str,
     return {"device": device, "reps": reps, "trials": trials, "compile_mode": compile_mode,
             "wall_on_s": walls[True], "wall_off_s": walls[False], "median_on_s": on, "median_off_s": off,
             "overhead_pct": 100.0 * (on - off) / off, "static_check_ms": static_ms,
+            "stage_median_on_s": _stage_medians(stages[True]), "stage_median_off_s": _stage_medians(stages[False]),
+            "timed_rounds_on": rounds[True], "timed_rounds_off": rounds[False],
             "python": platform.python_version(), "machine": platform.machine(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
 
+def _stage_medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    keys = sorted({k for r in runs for k in r})
+    return {k: round(statistics.median(r.get(k, 0.0) for r in runs), 4) for k in keys}
+
+
 def run_gpu_tests(out: Path) -> int:
     log = out / "gpu_tests.log"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/tools/test_evaluate_gpu.py",
-           "tests/tools/test_checks.py", "-rA", "--timeout=900"]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/evaluator/test_evaluate_gpu.py",
+           "tests/evaluator/test_checks.py", "-rA", "--timeout=900"]
     try:
         import pytest_timeout  # noqa: F401
     except ImportError:

@@ -45,7 +45,7 @@ for phase in "$@"; do
       timeout "${EVAL_S:-330}" python3 benchmarks/evaluator_gpu.py .kb --repeats 3 --spawn-repeats 0 --no-census \
         ${EVAL_ONLY:+--only $EVAL_ONLY} 2>&1 | grep -v Warning | tail -60 ;;
     overhead)
-      timeout 150 python3 benchmarks/evaluator_overhead.py --device cuda --reps 5 2>&1 | tail -15 ;;
+      timeout 150 python3 benchmarks/evaluator_overhead.py --device cuda --reps ${OVERHEAD_REPS:-5} 2>&1 | tail -15 ;;
     seeds)
       timeout 200 python3 benchmarks/seed_library_gpu.py 2>&1 | tail -25 ;;
     profiler)
@@ -96,7 +96,7 @@ for phase in "$@"; do
       unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR ;;
     honest)
       # issue 17: no false rejections over the recorded suite kernels, hand-written and test candidates
-      timeout "${HONEST_S:-420}" python3 benchmarks/evaluator_honest_gpu.py .kb --suite benchmarks/results/h200-2026-12-04/suite \
+      timeout "${HONEST_S:-420}" python3 benchmarks/evaluator_honest_gpu.py .kb --suite benchmarks/results/h200-2026-12-04/suite ${HONEST_ARGS:-} \
         2>&1 | grep -v Warning | tail -25 ;;
     shortk)
       # issue 17: speedup spread over 3 evaluations of short (< 0.1 ms) kernels

@@ -35,8 +35,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from tritonsmith.tools._sol import datasheet_ceilings  # noqa: E402
-from tritonsmith.tools.profile import ProfileReport, profile_kernel  # noqa: E402
+from tritonsmith.profiler._sol import datasheet_ceilings  # noqa: E402
+from tritonsmith.profiler.profile import ProfileReport, profile_kernel  # noqa: E402
 
 CASES = [  # (short name, problem file, candidate file, expected bound)
     ("relu", "level1/19_ReLU.py", "relu.py", "memory"),

@@ -22,10 +22,10 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from tritonsmith.graphs.ports import MemoryStore
+from tritonsmith.tools.ports import MemoryStore
 from tritonsmith.memory import InMemoryKernelMemory, seed_memory
 from tritonsmith.memory._seeds import load_seeds
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 # the dev split sits beside the checkout (../shared), or beside the worktrees' folder (../../shared)

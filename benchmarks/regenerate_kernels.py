@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "src"))
 from tritonsmith.agents.builtin import _plan  # noqa: E402
 from tritonsmith.agents.builtin._emit import emit_module  # noqa: E402
 from tritonsmith.agents.builtin._variants import MATMUL, variant_menu  # noqa: E402
-from tritonsmith.problem import Problem  # noqa: E402
+from tritonsmith.core.problem import Problem  # noqa: E402
 
 
 def winner(record: dict[str, Any]) -> str:

@@ -41,8 +41,8 @@ from tritonsmith.memory import (
     problem_signature,
     record_id,
 )
+from tritonsmith.core.problem import Problem
 from tritonsmith.memory._signature import _signature_cached, problem_key
-from tritonsmith.problem import Problem
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = ROOT.parent / "shared" / "kernelbench-dev"

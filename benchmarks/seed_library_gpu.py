@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tritonsmith.problem import Problem  # noqa: E402
-from tritonsmith.tools.evaluate import evaluate  # noqa: E402
+from tritonsmith.core.problem import Problem  # noqa: E402
+from tritonsmith.evaluator._evaluate import evaluate  # noqa: E402
 
 SEED_DIR = ROOT / "src" / "tritonsmith" / "memory" / "seeds"
 log = logging.getLogger("seed_library_gpu")

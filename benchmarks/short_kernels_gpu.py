@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.evaluator._evaluate import evaluate
 
 HERE = Path(__file__).resolve().parent
 PROBLEMS = ("19_ReLU", "21_Sigmoid", "23_Softmax", "26_GELU_", "28_HardSigmoid", "30_Softsign", "32_HardTanh",

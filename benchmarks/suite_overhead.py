@@ -46,8 +46,8 @@ def get_init_inputs():
 
 def noop_optimize(problem, *, generator, iterations, device, **settings):  # noqa: ANN001, ANN003, ANN201
     """Returns at once: a verdict with no compile, no GPU and no generator work."""
+    from tritonsmith.core.results import EvalResult, EvalStatus
     from tritonsmith.suite import OptimizeOutcome
-    from tritonsmith.tools._results import EvalResult, EvalStatus
 
     result = EvalResult(status=EvalStatus.CORRECT, message="noop", problem=problem.name, device=device,
                         device_name="none", tolerance="kernelbench")

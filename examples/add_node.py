@@ -1,41 +1,46 @@
-"""Extend the graph with a node of your own: a gate that sends each verified kernel for human review.
+"""Extend the loop with a node of your own: a reviewer between "generate" and "evaluate".
 
     python examples/add_node.py
 
-``build_kernel_graph`` returns the uncompiled StateGraph: add nodes and edges, then compile. Here a
-"review" node runs after "remember" (the finish path) and writes a checklist into the state.
+``build_kernel_graph(extra_nodes=[ExtraNode(name=..., fn=..., after=...)])`` splices a node into the loop
+without editing tritonsmith: here "review" runs on every pass, after the generator wrote a candidate and
+before the evaluator judges it, and leaves a note in the state. The graph comes back uncompiled, so its
+node names can be listed (and more nodes and edges added) before compiling.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from langgraph.graph import END
-
 from tritonsmith.examples import example_path
-from tritonsmith.graphs import build_kernel_graph
+from tritonsmith.graphs import ExtraNode, build_kernel_graph
 from tritonsmith.graphs.testing import ScriptedChatModel, submit
 
 
 def review(state: dict[str, Any]) -> dict[str, Any]:
-    """Your logic: here, list what a human should check before the kernel ships."""
-    best = state["best"]
-    checks = [f"verified at iteration {best['iteration']} by the {best['generator']} generator"]
-    if best["reward_basis"] == "unmeasured":
-        checks.append("speed not measured: benchmark it on the target GPU (tritonsmith eval --device cuda)")
-    return {"notes": [f"review: {c}" for c in checks]}
+    """Your logic: here, what a human reviewer would note about the candidate before it is evaluated."""
+    pending = state["pending"]
+    source = pending["source"] or ""
+    kernels = re.findall(r"@triton\.jit\s+def (\w+)", source)
+    note = (f"review: iteration {pending['iteration']} ({pending['generator']}): "
+            f"{len(kernels)} Triton kernel(s) {', '.join(kernels) or '-'}, {len(source.splitlines())} lines")
+    return {"notes": [note]}
 
 
 def main() -> None:
     model = ScriptedChatModel(script=[submit(example_path("softmax_triton.py").read_text())])
-    graph = build_kernel_graph(model=model, memory=False)
-    graph.add_node("review", review)
-    graph.add_edge("remember", "review")
-    graph.add_edge("review", END)
+    graph = build_kernel_graph(model=model, memory=False,
+                               extra_nodes=[ExtraNode(name="review", fn=review, after="generate")])
+    print("nodes:", ", ".join(graph.nodes))
+    print("review's edges:", ", ".join(f"{a} -> {b}" for a, b in sorted(graph.edges) if "review" in (a, b)))
     final = graph.compile().invoke({"problem": str(example_path("softmax_reference.py"))},
                                    context={"device": "cpu", "trials": 1})
     for note in final["notes"]:
-        print(note)
+        if note.startswith("review:"):
+            print(note)
+    best = final["best"]
+    print(f"best: iteration {best['iteration']} ({best['status']}, reward {best['reward']:.2f})")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ EvalResult as a dict. Any LangChain agent can be given this tool.
 from __future__ import annotations
 
 from tritonsmith.examples import example_path
-from tritonsmith.tools.evaluate_tool import make_evaluate_tool
+from tritonsmith.tools import make_evaluate_tool
 
 
 def main() -> None:

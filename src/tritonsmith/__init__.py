@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from tritonsmith.core.version import __version__  # noqa: F401  (re-exported: tritonsmith.__version__)
 
 __all__ = [
     "KernelContext",
@@ -25,26 +25,26 @@ __all__ = [
 ]
 
 _LAZY = {
-    "KernelContext": "tritonsmith.config",
-    "Settings": "tritonsmith.config",
+    "KernelContext": "tritonsmith.core.settings",
+    "Settings": "tritonsmith.core.settings",
     "build_kernel_graph": "tritonsmith.graphs.builder",
     "compile_kernel_graph": "tritonsmith.graphs.builder",
     "optimize": "tritonsmith.graphs.optimizer",
-    "EvalResult": "tritonsmith.tools._results",
-    "EvalStatus": "tritonsmith.tools._results",
-    "Problem": "tritonsmith.problem",
-    "ProblemError": "tritonsmith.problem",
-    "evaluate": "tritonsmith.tools.evaluate",
-    "load_problem": "tritonsmith.problem",
+    "EvalResult": "tritonsmith.core.results",
+    "EvalStatus": "tritonsmith.core.results",
+    "Problem": "tritonsmith.core.problem",
+    "ProblemError": "tritonsmith.core.problem",
+    "evaluate": "tritonsmith.evaluator",
+    "load_problem": "tritonsmith.core.problem",
 }
 
 if TYPE_CHECKING:
-    from tritonsmith.config import KernelContext, Settings
+    from tritonsmith.core.problem import Problem, ProblemError, load_problem
+    from tritonsmith.core.results import EvalResult, EvalStatus
+    from tritonsmith.core.settings import KernelContext, Settings
+    from tritonsmith.evaluator import evaluate
     from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph
     from tritonsmith.graphs.optimizer import optimize
-    from tritonsmith.problem import Problem, ProblemError, load_problem
-    from tritonsmith.tools._results import EvalResult, EvalStatus
-    from tritonsmith.tools.evaluate import evaluate
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tritonsmith.problem import ProblemError
+from tritonsmith.core.problem import ProblemError
 
 app = typer.Typer(
     name="tritonsmith",
@@ -60,7 +60,7 @@ def eval_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Check a Triton candidate against its reference and, on a GPU, time it against eager and torch.compile."""
-    from tritonsmith.tools.evaluate import evaluate
+    from tritonsmith.evaluator import evaluate
 
     ref_path, cand_path = resolve_path(reference), resolve_path(candidate)
     try:

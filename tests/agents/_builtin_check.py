@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from tritonsmith._problem_meta import exec_reference, flatten_outputs
+from tritonsmith.core.problem_meta import exec_reference, flatten_outputs
 
 
 def check(problem: Path, candidate: Path, trials: int = 2) -> tuple[bool, str]:

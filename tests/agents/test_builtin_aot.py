@@ -15,8 +15,8 @@ import pytest
 
 from tritonsmith.agents.base import GenerationRequest
 from tritonsmith.agents.builtin import BuiltinGenerator, summarize
-from tritonsmith.problem import Problem
-from tritonsmith.tools._aot import compile_kernel
+from tritonsmith.core.problem import Problem
+from tritonsmith.profiler._aot import compile_kernel
 
 _HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 

@@ -15,7 +15,7 @@ import pytest
 
 from tritonsmith.agents.base import Candidate, GenerationRequest
 from tritonsmith.agents.builtin import BuiltinGenerator
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 from _builtin_check import run_on_interpreter
 
@@ -120,7 +120,7 @@ def test_constant_output_is_refused() -> None:
 @pytest.mark.parametrize("name", ["exclusive_cumsum", "cat_fills", "cat_then_softmax"])
 def test_cat_kernels_compile_for_sm90(name: str, generated: dict[str, Candidate], tmp_path: Path) -> None:
     """The interpreter accepts code the compiler may not (``tl.full(lin.shape, ...)``, masks of ``tl.where``)."""
-    from tritonsmith.tools._aot import compile_kernel
+    from tritonsmith.profiler._aot import compile_kernel
 
     source = generated[name].source
     assert source is not None

@@ -9,7 +9,7 @@ import pytest
 
 from tritonsmith.agents.base import GenerationRequest
 from tritonsmith.agents.builtin import BuiltinGenerator
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 from _builtin_check import run_on_interpreter
 

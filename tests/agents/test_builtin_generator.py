@@ -13,8 +13,8 @@ import pytest
 
 from tritonsmith.agents.base import Attempt, Candidate, GenerationRequest, Generator
 from tritonsmith.agents.builtin import BuiltinGenerator, summarize
-from tritonsmith.problem import Problem
-from tritonsmith.tools._results import EvalResult, EvalStatus
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.results import EvalResult, EvalStatus
 
 from _builtin_check import run_on_interpreter
 

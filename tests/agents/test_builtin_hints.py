@@ -8,8 +8,8 @@ from tritonsmith.agents.base import Attempt, GenerationRequest
 from tritonsmith.agents.builtin import BuiltinGenerator
 from tritonsmith.agents.builtin._hints import NEAR_PEAK_NOTE, order_by_hints, profile_hints
 from tritonsmith.agents.builtin._variants import Variant
-from tritonsmith.problem import Problem
-from tritonsmith.tools._results import EvalResult, EvalStatus
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.results import EvalResult, EvalStatus
 
 MATMUL = Problem.from_source(
     "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"

@@ -10,7 +10,7 @@ import pytest
 
 from tritonsmith.agents.base import Candidate, GenerationRequest
 from tritonsmith.agents.builtin import BuiltinGenerator, summarize
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 from _builtin_check import run_on_interpreter
 

@@ -13,10 +13,10 @@ from tritonsmith.agents.llm import (
     chat_model_from_settings,
 )
 from tritonsmith.agents.prompts import NO_CODE_FEEDBACK, TOOL_BUDGET_SPENT
-from tritonsmith.config import Settings
-from tritonsmith.graphs.ports import RetrievedKernel
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.settings import Settings
 from tritonsmith.graphs.testing import ScriptedChatModel, call_tool, reply, submit
-from tritonsmith.problem import Problem
+from tritonsmith.tools.ports import RetrievedKernel
 
 CODE = ("import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
         "class ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n")

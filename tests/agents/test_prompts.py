@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tritonsmith.agents.base import Attempt, GenerationRequest
 from tritonsmith.agents.prompts import HARDWARE_FACTS, SYSTEM_PROMPT, render_request, trim
-from tritonsmith.problem import Problem
-from tritonsmith.tools._results import EvalResult, EvalStatus
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.results import EvalResult, EvalStatus
 
 
 def _result(status: EvalStatus, message: str) -> EvalResult:

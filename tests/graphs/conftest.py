@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from replay_server import replay  # noqa: F401 - the local OpenAI-compatible server fixture
 
-from tritonsmith.config import ENV
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.core.settings import ENV
+from tritonsmith.evaluator._evaluate import evaluate
 
 WRONG_LINE = ("out = num / tl.sum(num, axis=0)", "out = num / (tl.sum(num, axis=0) + 1.0)")
 

@@ -141,4 +141,5 @@ def test_add_node_example_runs():
     example = Path(__file__).resolve().parents[2] / "examples" / "add_node.py"
     run = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "review: verified at iteration 1 by the llm generator" in run.stdout
+    assert "review's edges: generate -> review, review -> evaluate\n" in run.stdout  # spliced in mid-loop
+    assert "review: iteration 1 (llm): 1 Triton kernel(s) _softmax_kernel" in run.stdout  # and it ran there

@@ -10,11 +10,11 @@ import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
 from tritonsmith.agents.llm import LLMConfigurationError
+from tritonsmith.core.problem import Problem
+from tritonsmith.evaluator._evaluate import evaluate
 from tritonsmith.graphs import compile_kernel_graph, optimize
 from tritonsmith.graphs.testing import ScriptedChatModel, call_tool, reply, submit
 from tritonsmith.memory import InMemoryKernelMemory, record_from_eval
-from tritonsmith.problem import Problem
-from tritonsmith.tools.evaluate import evaluate
 
 RUN = {"device": "cpu", "trials": 1, "memory": False}
 
@@ -140,7 +140,7 @@ def test_start_from_a_users_wrong_kernel(softmax_reference, softmax_candidate, w
 
 def _timed_correct(problem: Any, candidate: str, **kwargs: Any) -> Any:
     """A GPU verdict without a GPU: correct, timed at 2.0 ms against 3.0 ms eager and 2.5 ms compiled."""
-    from tritonsmith.tools._results import BenchmarkReport, EvalResult, EvalStatus, Timing
+    from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
 
     def timing(ms: float) -> Timing:
         return Timing(median_ms=ms, p20_ms=ms, p80_ms=ms, reps=10, host_median_ms=ms)
@@ -153,9 +153,9 @@ def _timed_correct(problem: Any, candidate: str, **kwargs: Any) -> Any:
 
 def test_the_builtin_fallback_is_announced_once_per_run_not_per_iteration(softmax_reference, monkeypatch,
                                                                            caplog):
-    import tritonsmith.tools.evaluate as evaluate_module
+    import tritonsmith.graphs.nodes as nodes_module
 
-    monkeypatch.setattr(evaluate_module, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(nodes_module, "resolve_device", lambda device: "cuda")
     monkeypatch.setenv("TRITONSMITH_PROFILE", "0")
     graph = compile_kernel_graph(memory=False, evaluator=_timed_correct)
     with caplog.at_level(logging.WARNING, logger="tritonsmith.graphs.nodes"):
@@ -169,9 +169,9 @@ def test_the_builtin_fallback_is_announced_once_per_run_not_per_iteration(softma
 def test_only_attempts_that_will_be_refined_are_profiled(softmax_reference, softmax_candidate, monkeypatch,
                                                          iterations, profile, profiled):
     """A profile feeds the next generation; after the last iteration it would only cost GPU time."""
-    import tritonsmith.tools.evaluate as evaluate_module
+    import tritonsmith.graphs.nodes as nodes_module
 
-    monkeypatch.setattr(evaluate_module, "resolve_device", lambda device: "cuda")
+    monkeypatch.setattr(nodes_module, "resolve_device", lambda device: "cuda")
     calls: list[str] = []
 
     def profiler(problem: Any, source: str, *, device: str) -> str:
@@ -221,7 +221,7 @@ def test_every_tool_argument_has_a_description(softmax_reference):
 
     from tritonsmith.agents._llm_tools import default_toolkit, kernel_search_tool, submit_kernel
     from tritonsmith.agents.base import GenerationRequest
-    from tritonsmith.graphs.ports import MemoryStore, default_profiler
+    from tritonsmith.tools.ports import MemoryStore, default_profiler
 
     request = GenerationRequest(problem=Problem.from_file(softmax_reference), iteration=1, device="cpu")
     toolkit = default_toolkit(store=MemoryStore(InMemoryKernelMemory()), profiler=default_profiler(),

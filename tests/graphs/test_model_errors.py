@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from tritonsmith.graphs import optimize
 from tritonsmith.graphs.cli import optimize_command
-from tritonsmith.graphs.ports import RetrievedKernel
+from tritonsmith.tools.ports import RetrievedKernel
 
 CONTEXT_400 = {"_status": 400, "_body": {"error": {
     "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9310 "

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from tritonsmith.examples import example_path
 from tritonsmith.graphs.cli import optimize_command
-from tritonsmith.tools.evaluate import evaluate
+from tritonsmith.evaluator import evaluate
 
 app = typer.Typer()
 app.command("optimize")(optimize_command)
@@ -136,9 +136,9 @@ def test_a_hybrid_kernel_says_what_torch_computed_on_the_cli_and_in_the_report(t
 
 def test_memory_marks_a_hybrid_kernel_and_keeps_it_out_of_the_prompt_examples(tmp_path):
     from tritonsmith.graphs import optimize
-    from tritonsmith.graphs.ports import MemoryStore
+    from tritonsmith.tools.ports import MemoryStore
     from tritonsmith.memory import InMemoryKernelMemory
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
     ref = tmp_path / "lse.py"
     ref.write_text(LSE_REFERENCE)

@@ -18,7 +18,7 @@ import pytest
 from tritonsmith.agents._record import load_transcript
 from tritonsmith.graphs import optimize
 from tritonsmith.memory import InMemoryKernelMemory, seed_memory
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 TRANSCRIPTS = sorted(p for p in (Path(__file__).parent / "transcripts").iterdir() if (p / "run.json").is_file())
 

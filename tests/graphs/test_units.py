@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from tritonsmith.config import KernelContext, Settings
+from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
+from tritonsmith.core.settings import KernelContext, Settings
 from tritonsmith.graphs.reward import UNMEASURED_REWARD, reward_for, speedup_reward
 from tritonsmith.graphs.routing import decide, route_after_decide
 from tritonsmith.graphs.state import add_usage, keep_best, merge_attempts, merge_notes
-from tritonsmith.tools._results import BenchmarkReport, EvalResult, EvalStatus, Timing
 
 
 def _timing(ms: float) -> Timing:

@@ -11,7 +11,7 @@ from tritonsmith.memory import (
     RecordKind,
     record_id,
 )
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 SOFTMAX = '''
 import torch

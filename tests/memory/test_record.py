@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from memhelp import PROBLEMS, kernel_text
 
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
 from tritonsmith.memory import KernelRecord, RecordKind, device_class, record_from_eval, record_id
-from tritonsmith.problem import Problem
-from tritonsmith.tools._results import BenchmarkReport, EvalResult, EvalStatus, Timing
 
 
 def _timing(ms: float) -> Timing:
@@ -60,7 +60,7 @@ def test_device_classes() -> None:
 
 def test_hybrid_kernels_are_marked_and_never_offered_as_pure_triton_examples(memory) -> None:
     from tritonsmith.memory import SearchFilters
-    from tritonsmith.tools._results import ChecksReport, TorchOpUse
+    from tritonsmith.core.results import ChecksReport, TorchOpUse
     from tritonsmith.tools.kernel_search import search_kernels
 
     problem = Problem.from_source(PROBLEMS["softmax"], name="softmax")

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from tritonsmith.evaluator._evaluate import evaluate
 from tritonsmith.memory import InMemoryKernelMemory, RecordKind, load_seeds, seed_memory, seed_records
 from tritonsmith.memory._seeds import SEED_DIR
-from tritonsmith.tools.evaluate import evaluate
 
 SEEDS = load_seeds()
 PATTERNS = {"elementwise", "normalization", "reduction", "matmul", "conv", "attention"}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from memhelp import PROBLEMS, make_record
 
+from tritonsmith.core.problem import Problem
 from tritonsmith.memory import InMemoryKernelMemory, KernelMemory, RecordKind, SearchFilters
-from tritonsmith.problem import Problem
 
 
 def test_add_get_and_dedup(memory: KernelMemory) -> None:

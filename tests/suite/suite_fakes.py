@@ -11,10 +11,10 @@ import json
 import os
 import time
 
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.results import EvalResult, EvalStatus
 from tritonsmith.suite import OptimizeOutcome
 from tritonsmith.suite.pool import gpu_exclusive
-from tritonsmith.tools._results import EvalResult, EvalStatus
 
 
 def _log_call(problem: Problem, **extra: object) -> None:

@@ -95,8 +95,8 @@ def test_a_dead_worker_or_a_bug_costs_only_its_problem(tmp_path: Path, fakes_on_
 
 
 def test_install_gpu_lock_wraps_evaluate_and_profile_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import tritonsmith.tools.evaluate as evaluate_module
-    import tritonsmith.tools.profile as profile_module
+    import tritonsmith.evaluator._evaluate as evaluate_module
+    import tritonsmith.profiler.profile as profile_module
     from tritonsmith.suite.pool import install_gpu_lock
 
     monkeypatch.setattr(evaluate_module, "evaluate", evaluate_module.evaluate)  # restored after the test

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
 from tritonsmith.suite.cli import app
 from tritonsmith.suite.report import build_report, compare_runs, metrics, write_report
 from tritonsmith.suite.results import INVALID_PROBLEM, ProblemRecord, RunManifest, RunStore
-from tritonsmith.tools._results import BenchmarkReport, EvalResult, EvalStatus, Timing
 
 
 def _t(ms: float, spread: float = 0.0) -> Timing:

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
 from tritonsmith.suite.results import ERROR, ProblemRecord, RunConfigError, RunManifest, RunStore
-from tritonsmith.tools._results import BenchmarkReport, EvalResult, EvalStatus, Timing
 
 
 def _record(key: str, status: str = "correct", **kw: object) -> ProblemRecord:

@@ -9,8 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "memory"))
 
 from memhelp import PROBLEMS, make_record  # noqa: E402
 
+from tritonsmith.core.problem import Problem  # noqa: E402
 from tritonsmith.memory import InMemoryKernelMemory, RecordKind, SearchFilters  # noqa: E402
-from tritonsmith.problem import Problem  # noqa: E402
 from tritonsmith.tools.kernel_search import make_kernel_search_tool, search_kernels  # noqa: E402
 
 

@@ -6,40 +6,18 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.tools import BaseTool, StructuredTool, tool
+from langchain_core.tools import BaseTool, StructuredTool
+
+from tritonsmith.tools.submit import SUBMIT_TOOL_NAME, bad_arguments, submit_kernel
 
 if TYPE_CHECKING:
-    from tritonsmith.graphs.ports import KernelProfiler, KernelStore
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
+    from tritonsmith.tools.ports import KernelProfiler, KernelStore
 
 __all__ = ["EVALUATE_TOOL_NAME", "SUBMIT_TOOL_NAME", "evaluator_tool", "kernel_search_tool", "profiler_tool",
            "submit_kernel"]
 
 log = logging.getLogger(__name__)
-
-SUBMIT_TOOL_NAME = "submit_kernel"
-
-
-@tool(SUBMIT_TOOL_NAME, parse_docstring=True)
-def submit_kernel(source: str, notes: str = "") -> str:
-    """Submit your candidate for evaluation (the evaluator's full verdict). Call this once, when your kernel is ready.
-
-    Args:
-        source: the COMPLETE Python file: imports, the @triton.jit kernel(s), their launcher, and
-            `class ModelNew(nn.Module)` with the same constructor arguments as the reference Model.
-        notes: one or two sentences on the idea behind this version (optional).
-    """
-    return "submitted"  # never executed: the generator reads the call's arguments
-
-
-def bad_arguments(error: Exception) -> str:
-    """What the model reads when its tool arguments do not validate."""
-    errors = getattr(error, "errors", None)
-    if callable(errors):
-        parts = [f"{'.'.join(map(str, e.get('loc', ()))) or 'arguments'}: {e.get('msg', '')}" for e in errors()]
-        return "invalid arguments: " + "; ".join(parts)
-    return f"invalid arguments: {error}"
-
 
 def kernel_search_tool(store: KernelStore, *, k_max: int = 5) -> BaseTool:
     """``kernel_search(query, k)`` over any :class:`KernelStore`: verified kernels for similar problems."""
@@ -110,7 +88,7 @@ def evaluator_tool(problem: Problem, evaluate: Callable[..., Any], *, device: st
 
 def web_search_tool() -> BaseTool | None:
     """``tritonsmith.tools.web_search``'s tool (trusted domains, bounded time), when that module is installed."""
-    from tritonsmith.graphs.ports import module_available
+    from tritonsmith.tools.ports import module_available
 
     if not module_available("tritonsmith.tools.web_search"):
         return None
@@ -121,7 +99,7 @@ def web_search_tool() -> BaseTool | None:
 
 def _search_tool(store: KernelStore, device_name: str | None) -> BaseTool:
     """The kernel-search tool: ``tritonsmith.tools.kernel_search``'s over a real memory, else ours."""
-    from tritonsmith.graphs.ports import MemoryStore, module_available
+    from tritonsmith.tools.ports import MemoryStore, module_available
 
     if isinstance(store, MemoryStore) and module_available("tritonsmith.tools.kernel_search"):
         from tritonsmith.tools.kernel_search import make_kernel_search_tool
@@ -132,7 +110,7 @@ def _search_tool(store: KernelStore, device_name: str | None) -> BaseTool:
 
 def _profile_tool(problem: Problem, profiler: KernelProfiler, device: str) -> BaseTool:
     """The profiler tool: ``tritonsmith.tools.profile``'s for the default profiler, else one over ``profiler``."""
-    from tritonsmith.graphs.ports import is_default_profiler
+    from tritonsmith.tools.ports import is_default_profiler
 
     if is_default_profiler(profiler):
         from tritonsmith.tools.profile import profile_kernel_tool

@@ -6,21 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from tritonsmith.problem import Problem
-from tritonsmith.tools._results import EvalResult
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.results import Attempt
 
-
-@dataclass(frozen=True, kw_only=True)
-class Attempt:
-    """One earlier candidate: its code, the evaluator's verdict, and the feedback the generator saw."""
-
-    iteration: int
-    source: str | None
-    result: EvalResult | None
-    feedback: str
-    reward: float
-    generator: str = ""
-    variant: str | None = None
+__all__ = ["Attempt", "Candidate", "GenerationRequest", "Generator", "TokenUsage"]
 
 
 @dataclass(frozen=True, kw_only=True)

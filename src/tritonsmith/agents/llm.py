@@ -35,7 +35,7 @@ from tritonsmith.agents.prompts import (
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from tritonsmith.config import Settings
+    from tritonsmith.core.settings import Settings
 
 __all__ = ["LLMConfigurationError", "LLMGenerator", "ModelUnavailableError", "Pricing", "chat_model_from_settings",
            "pricing_from"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tritonsmith.agents.base import Attempt, GenerationRequest
-from tritonsmith.tools.contract import contract_text
+from tritonsmith.core.contract import contract_text
 
 __all__ = [
     "HARDWARE_FACTS",

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "AttemptRecord",
+    "ExtraNode",
     "KernelState",
+    "NODE_NAMES",
     "OptimizeResult",
     "build_kernel_graph",
     "compile_kernel_graph",
@@ -20,6 +22,8 @@ __all__ = [
 
 _LAZY = {
     "AttemptRecord": "tritonsmith.graphs.state",
+    "ExtraNode": "tritonsmith.graphs.builder",
+    "NODE_NAMES": "tritonsmith.graphs.nodes",
     "KernelState": "tritonsmith.graphs.state",
     "OptimizeResult": "tritonsmith.graphs.optimizer",
     "build_kernel_graph": "tritonsmith.graphs.builder",
@@ -29,7 +33,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph
+    from tritonsmith.graphs.builder import ExtraNode, build_kernel_graph, compile_kernel_graph
+    from tritonsmith.graphs.nodes import NODE_NAMES
     from tritonsmith.graphs.optimizer import OptimizeResult, optimize
     from tritonsmith.graphs.reward import reward_for
     from tritonsmith.graphs.state import AttemptRecord, KernelState

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonsmith.tools.contract import rule_fix
+from tritonsmith.core.contract import rule_fix
+from tritonsmith.core.problem import Problem, ProblemError, ProblemInfo
 from tritonsmith.graphs.state import MODEL_ERROR, NO_CODE, AttemptRecord
-from tritonsmith.problem import Problem, ProblemError, ProblemInfo
 
 # H100-class figures for a roofline estimate (per-second rates); a ridge point = FLOP/s / (byte/s).
 _HBM_BYTES_S = 3.35e12
@@ -88,10 +88,5 @@ def explain_failure(attempt: AttemptRecord) -> str:
 
 
 def _diagnosed(attempt: AttemptRecord) -> bool:
-    """Whether the evaluator's feedback already names what is wrong with the output."""
-    from tritonsmith.tools._feedback import diagnose
-    from tritonsmith.tools._results import EvalResult
-
-    result = EvalResult.from_dict(attempt["result"]) if attempt.get("result") else None
-    mismatch = result.correctness.mismatch if result and result.correctness else None
-    return mismatch is not None and bool(diagnose(mismatch))
+    """Whether the evaluator's feedback already names what is wrong with the output (its diagnosis lines)."""
+    return "\ndiagnosis: " in attempt.get("feedback", "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tritonsmith.tools.contract import HYBRID_REWARD_FACTOR, torch_computes_line
+from tritonsmith.core.contract import HYBRID_REWARD_FACTOR, torch_computes_line
 
 if TYPE_CHECKING:
     from tritonsmith.graphs.optimizer import OptimizeResult

@@ -15,16 +15,15 @@ from typing import Any, Literal
 from langchain_core.tools import BaseTool
 
 from tritonsmith.agents.base import Generator
-from tritonsmith.agents.llm import LLMConfigurationError, LLMGenerator, pricing_from
-from tritonsmith.config import KernelContext, Settings
-from tritonsmith.graphs.ports import (
+from tritonsmith.agents.llm import LLMGenerator, pricing_from
+from tritonsmith.core.settings import KernelContext, Settings
+from tritonsmith.tools.ports import (
     Evaluator,
     KernelProfiler,
     KernelStore,
     as_store,
     default_evaluator,
     default_profiler,
-    module_available,
     open_default_memory,
 )
 
@@ -46,10 +45,13 @@ class GraphDeps:
     evaluator: Evaluator | None = None
     arguments: KernelContext | None = None
     _cache: dict[tuple[str, Any], Any] = field(default_factory=dict, repr=False)
+    _settings: dict[Any, Settings] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def settings(self, run_context: Any) -> Settings:
-        return Settings.resolve(self.arguments, run_context)
+        """The run's settings: resolved by its first node, then shared by every later node of the run."""
+        with self._lock:
+            return Settings.resolve_cached(self.arguments, run_context, self._settings)
 
     def _cached(self, kind: str, key: Any, make: Any) -> Any:
         with self._lock:
@@ -90,15 +92,10 @@ class GraphDeps:
         if choice == "llm" or (choice == "auto" and settings.llm_configured):
             return self._cached("llm", settings, lambda: self._llm(settings, None)), None
         builtin = self._cached("builtin", None, _builtin_generator)
-        if builtin is None:
-            raise LLMConfigurationError(
-                "no model configured and the built-in generator is not installed yet: set OPENAI_API_KEY "
-                "(or TRITONSMITH_API_KEY) for OpenAI, or --base-url / TRITONSMITH_BASE_URL for a local "
-                "OpenAI-compatible server (vLLM, Ollama), or pass a generator")
         return builtin, (AUTO_BUILTIN_NOTE if choice == "auto" else None)
 
     def _llm(self, settings: Settings, model: Any) -> LLMGenerator:
-        from tritonsmith.agents._llm_tools import default_toolkit
+        from tritonsmith.agents import default_toolkit
 
         kwargs: dict[str, Any] = {}
         if self.tools == "default":
@@ -115,14 +112,8 @@ class GraphDeps:
                             context_tokens=settings.llm_context_tokens, **kwargs)
 
 
-def _builtin_generator() -> Generator | None:
-    """``tritonsmith.agents.builtin.BuiltinGenerator()`` when that package provides it, else None."""
-    if not module_available("tritonsmith.agents.builtin"):
-        return None
-    import tritonsmith.agents.builtin as builtin
+def _builtin_generator() -> Generator:
+    """The built-in generator (imported here: building a graph must not import torch)."""
+    from tritonsmith.agents import BuiltinGenerator
 
-    cls = getattr(builtin, "BuiltinGenerator", None)
-    if cls is None:
-        log.info("tritonsmith.agents.builtin has no BuiltinGenerator yet")
-        return None
-    return cls()
+    return BuiltinGenerator()

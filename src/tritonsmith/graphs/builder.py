@@ -6,18 +6,23 @@
 ``build_kernel_graph`` returns the *uncompiled* graph so users can add their own nodes and edges;
 ``compile_kernel_graph`` compiles it with a checkpointer / store / name, ready to run on its own or to
 mount as a subgraph. Building never touches a GPU, a model or the memory: those are resolved at run time.
+
+A node of your own goes into the loop by registration, without editing this package:
+``build_kernel_graph(extra_nodes=[ExtraNode(name="review", fn=review, after="generate")])`` runs
+``review`` on every pass between ``generate`` and ``evaluate``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from langgraph.graph import END, START, StateGraph
 
-from tritonsmith.config import KernelContext
+from tritonsmith.core.settings import KernelContext
 from tritonsmith.graphs._resolve import GraphDeps
-from tritonsmith.graphs.nodes import KernelNodes
+from tritonsmith.graphs.nodes import NODE_NAMES, KernelNodes
 from tritonsmith.graphs.routing import route_after_decide
 from tritonsmith.graphs.state import KernelInput, KernelState
 
@@ -29,11 +34,33 @@ if TYPE_CHECKING:
     from langgraph.types import Checkpointer
 
     from tritonsmith.agents.base import Generator
-    from tritonsmith.graphs.ports import Evaluator, KernelProfiler
+    from tritonsmith.tools.ports import Evaluator, KernelProfiler
 
-__all__ = ["DEFAULT_NAME", "build_kernel_graph", "compile_kernel_graph"]
+__all__ = ["DEFAULT_NAME", "ExtraNode", "INSERTABLE_AFTER", "build_kernel_graph", "compile_kernel_graph"]
 
 DEFAULT_NAME = "tritonsmith"
+
+# The loop's fixed edges, in order; ``decide`` routes conditionally (see ``routing``) and is not listed.
+_CHAIN: tuple[tuple[str, str], ...] = (
+    (START, "analyze"), ("analyze", "retrieve"), ("retrieve", "generate"), ("generate", "evaluate"),
+    ("evaluate", "profile"), ("profile", "decide"), ("remember", END),
+)
+INSERTABLE_AFTER: tuple[str, ...] = tuple(a for a, _ in _CHAIN if a != START)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtraNode:
+    """A node of your own, inserted on the loop's edge that leaves ``after``.
+
+    ``fn`` is a LangGraph node: ``fn(state)`` or ``fn(state, runtime)`` returning a partial state update
+    (e.g. ``{"notes": [...]}``). ``after`` is one of :data:`INSERTABLE_AFTER`: ``"generate"`` puts the node
+    between ``generate`` and ``evaluate`` (it sees ``state["pending"]`` on every pass), ``"remember"``
+    after the finish. Several nodes after the same one run in the order given.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    after: str
 
 
 def build_kernel_graph(
@@ -45,6 +72,7 @@ def build_kernel_graph(
     context: KernelContext | None = None,
     profiler: KernelProfiler | None | Literal["default"] = "default",
     evaluator: Evaluator | None = None,
+    extra_nodes: Sequence[ExtraNode] = (),
 ) -> StateGraph:
     """The uncompiled kernel-optimisation graph.
 
@@ -53,12 +81,13 @@ def build_kernel_graph(
         model: a LangChain chat model (used through :class:`~tritonsmith.agents.llm.LLMGenerator`) or a
             model name; None = from the settings (an LLM when a key/base URL is configured, else the
             built-in generator).
-        memory: a ``KernelMemory`` or :class:`~tritonsmith.graphs.ports.KernelStore`; None opens the
+        memory: a ``KernelMemory`` or :class:`~tritonsmith.tools.ports.KernelStore`; None opens the
             on-disk memory at run time (per the ``use_memory``/``memory_dir`` settings); False = no memory.
         tools: tools offered to the LLM; ``"default"`` = kernel search, profiler and web search.
         context: settings given as arguments; they win over the run context and the environment.
-        profiler: profiles correct kernels on a GPU; ``"default"`` = ``tritonsmith.tools.profile``.
-        evaluator: replaces ``tritonsmith.tools.evaluate.evaluate`` (tests, remote evaluation).
+        profiler: profiles correct kernels on a GPU; ``"default"`` = ``tritonsmith.profiler.profile``.
+        evaluator: replaces ``tritonsmith.evaluator.evaluate`` (tests, remote evaluation).
+        extra_nodes: nodes of your own, each inserted after an existing node (see :class:`ExtraNode`).
     """
     arguments = context
     if isinstance(model, str):
@@ -67,22 +96,14 @@ def build_kernel_graph(
                      evaluator=evaluator, arguments=arguments)
     nodes = KernelNodes(deps)
     graph = StateGraph(KernelState, context_schema=KernelContext, input_schema=KernelInput)
-    graph.add_node("analyze", nodes.analyze)
-    graph.add_node("retrieve", nodes.retrieve)
-    graph.add_node("generate", nodes.generate)
-    graph.add_node("evaluate", nodes.evaluate)
-    graph.add_node("profile", nodes.profile)
-    graph.add_node("decide", nodes.decide)
-    graph.add_node("remember", nodes.remember)
-    graph.add_edge(START, "analyze")
-    graph.add_edge("analyze", "retrieve")
-    graph.add_edge("retrieve", "generate")
-    graph.add_edge("generate", "evaluate")
-    graph.add_edge("evaluate", "profile")
-    graph.add_edge("profile", "decide")
+    for name in NODE_NAMES:
+        graph.add_node(name, getattr(nodes, name))
+    for extra in _checked(extra_nodes):
+        graph.add_node(extra.name, extra.fn)
+    for a, b in _chain_with(extra_nodes):
+        graph.add_edge(a, b)
     graph.add_conditional_edges("decide", route_after_decide, {"generate": "generate", "remember": "remember",
                                                                END: END})
-    graph.add_edge("remember", END)
     return graph
 
 
@@ -103,6 +124,33 @@ def compile_kernel_graph(
         raise TypeError("pass either a built graph or build_kernel_graph arguments, not both")
     graph = graph if graph is not None else build_kernel_graph(**build_kwargs)
     return graph.compile(checkpointer=checkpointer, store=store, name=name)
+
+
+def _checked(extra_nodes: Sequence[ExtraNode]) -> Sequence[ExtraNode]:
+    taken = set(NODE_NAMES)
+    for extra in extra_nodes:
+        if extra.after not in INSERTABLE_AFTER:
+            raise ValueError(f"extra node {extra.name!r}: after={extra.after!r} is not a node with a fixed next "
+                             f"step; use one of {', '.join(INSERTABLE_AFTER)} ('decide' routes conditionally)")
+        if extra.name in taken or extra.name in (START, END):
+            raise ValueError(f"extra node name {extra.name!r} is taken; the graph's nodes are "
+                             f"{', '.join(sorted(taken))}")
+        if not callable(extra.fn):
+            raise TypeError(f"extra node {extra.name!r}: fn must be callable, not {type(extra.fn).__name__}")
+        taken.add(extra.name)
+    return extra_nodes
+
+
+def _chain_with(extra_nodes: Sequence[ExtraNode]) -> list[tuple[str, str]]:
+    """The fixed edges with each extra node spliced in after its ``after`` node, in the order given."""
+    edges: list[tuple[str, str]] = []
+    for a, b in _CHAIN:
+        tail = a
+        for extra in [e for e in extra_nodes if e.after == a]:
+            edges.append((tail, extra.name))
+            tail = extra.name
+        edges.append((tail, b))
+    return edges
 
 
 def _as_dict(context: KernelContext | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tritonsmith.tools.contract import torch_computes_line
+from tritonsmith.core.contract import torch_computes_line
 
 if TYPE_CHECKING:
     from tritonsmith.graphs.optimizer import OptimizeResult
@@ -57,9 +57,9 @@ def optimize_command(
     """Turn a PyTorch reference into a verified Triton kernel: generate, evaluate, profile, refine."""
     from tritonsmith.agents.llm import LLMConfigurationError, ModelUnavailableError
     from tritonsmith.cli import resolve_path
+    from tritonsmith.core.problem import ProblemError, load_problem
     from tritonsmith.graphs._checkpoint import FileCheckpointer, RunFiles
     from tritonsmith.graphs.optimizer import optimize
-    from tritonsmith.problem import ProblemError, load_problem
 
     if generator not in (None, "auto", "llm", "builtin"):
         raise typer.BadParameter(f"--generator must be auto, llm or builtin, not {generator!r}")

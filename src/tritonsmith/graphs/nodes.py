@@ -14,7 +14,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from tritonsmith.agents.base import Attempt, GenerationRequest
-from tritonsmith.config import KernelContext, Settings
+from tritonsmith.core.device import DEFAULT_DEVICE, resolve_device
+from tritonsmith.core.settings import KernelContext, Settings
 from tritonsmith.graphs import routing
 from tritonsmith.graphs._analysis import analyze_problem, explain_failure
 from tritonsmith.graphs._resolve import GraphDeps
@@ -28,8 +29,8 @@ from tritonsmith.graphs.state import (
     ProblemSpec,
     Usage,
 )
-from tritonsmith.problem import Problem, load_problem
-from tritonsmith.tools._results import EvalResult
+from tritonsmith.core.problem import Problem, load_problem
+from tritonsmith.core.results import EvalResult
 
 __all__ = ["KernelNodes", "NODE_NAMES", "problem_from_spec", "spec_from_problem"]
 
@@ -73,8 +74,6 @@ class KernelNodes:
         settings = self._settings(runtime)
         spec = spec_from_problem(state["problem"])
         problem = problem_from_spec(spec)
-        from tritonsmith.tools.evaluate import resolve_device
-
         device = resolve_device(settings.device)
         text, facts = analyze_problem(problem)
         if settings.scale and (scaled := problem.scaled().scaling_note):
@@ -96,7 +95,7 @@ class KernelNodes:
             note = self.deps.store_note(settings)
             return {"examples": [], **({"notes": [note]} if note else {})}
         problem = problem_from_spec(state["problem"])
-        device_name = _cuda_name() if state.get("device") == "cuda" else None
+        device_name = _cuda_name() if _device(state) == "cuda" else None
         hits = store.similar(problem, k=3, device_name=device_name)
         examples = [f"# {h.problem_name} ({h.reason})\n{h.source.strip()}\n" for h in hits]
         _emit(runtime, event="retrieved", count=len(examples), problems=[h.problem_name for h in hits])
@@ -116,9 +115,10 @@ class KernelNodes:
         iteration = max((a["iteration"] for a in attempts), default=0) + 1
         request = GenerationRequest(
             problem=problem_from_spec(state["problem"]), iteration=iteration,
-            history=[_to_attempt(a) for a in attempts if a["status"] != MODEL_ERROR], examples=tuple(state.get("examples", ())),
-            analysis=state.get("analysis", ""), device=state.get("device", "cuda"), start_from=start,
-            policy=settings.policy, iterations_left=max(0, settings.iterations - routing.generated_count(attempts) - 1))
+            history=[_to_attempt(a) for a in attempts if a["status"] != MODEL_ERROR],
+            examples=tuple(state.get("examples", ())), analysis=state.get("analysis", ""), device=_device(state),
+            start_from=start, policy=settings.policy,
+            iterations_left=max(0, settings.iterations - routing.generated_count(attempts) - 1))
         log.info("iteration %d: asking the %s generator", iteration, generator.name)
         candidate = generator.generate(request)
         u = candidate.usage
@@ -162,7 +162,7 @@ class KernelNodes:
             rec["duplicate_of"] = twin["iteration"]
             return rec
         result = self.deps.evaluate_fn()(
-            problem_from_spec(state["problem"]), source, device=state.get("device", "cpu"), trials=settings.trials,
+            problem_from_spec(state["problem"]), source, device=_device(state), trials=settings.trials,
             tolerance=settings.tolerance, policy=settings.policy, timeout_s=settings.eval_timeout_s,
             scale=settings.scale)
         return _record(pending, result, feedback=result.feedback())
@@ -189,7 +189,7 @@ class KernelNodes:
         profiler = self.deps.profiler_fn()
         if profiler is None:
             return None
-        if state.get("device") != "cuda":
+        if _device(state) != "cuda":
             return None  # the profiler times kernels: nothing to learn on the interpreter
         return profiler(problem_from_spec(state["problem"]), rec["source"], device="cuda")
 
@@ -246,6 +246,12 @@ def _to_attempt(rec: AttemptRecord) -> Attempt:
     result = EvalResult.from_dict(rec["result"]) if rec["result"] else None
     return Attempt(iteration=rec["iteration"], source=rec["source"], result=result, feedback=rec["feedback"],
                    reward=rec["reward"], generator=rec["generator"], variant=rec.get("variant"))
+
+
+def _device(state: KernelState) -> str:
+    """The run's device: resolved once, by ``analyze``, from ``Settings.device``. A state that did not pass
+    through ``analyze`` (a node run on its own) gets the one default, :data:`DEFAULT_DEVICE` (``auto``)."""
+    return state.get("device") or resolve_device(DEFAULT_DEVICE)
 
 
 def _emit(runtime: Runtime[Any], **event: Any) -> None:

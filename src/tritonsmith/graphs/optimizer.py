@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tritonsmith.config import GeneratorChoice, KernelContext, Settings
-from tritonsmith.graphs.builder import compile_kernel_graph
+from tritonsmith.core.results import EvalResult
+from tritonsmith.core.settings import GeneratorChoice, KernelContext, Settings
+from tritonsmith.graphs.builder import ExtraNode, compile_kernel_graph
 from tritonsmith.graphs.nodes import spec_from_problem
 from tritonsmith.graphs.state import AttemptRecord, KernelState
-from tritonsmith.tools._results import EvalResult
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from langgraph.types import Checkpointer
 
     from tritonsmith.agents.base import Generator
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
+    from tritonsmith.tools.ports import Evaluator, KernelProfiler
 
 __all__ = ["AttemptSummary", "OptimizeResult", "ProgressEvent", "optimize"]
 
@@ -130,6 +131,9 @@ def optimize(
     generator: Generator | GeneratorChoice | None = None,
     memory: Any = None,
     tools: Sequence[BaseTool] | Literal["default"] = "default",
+    profiler: KernelProfiler | None | Literal["default"] = "default",
+    evaluator: Evaluator | None = None,
+    extra_nodes: Sequence[ExtraNode] = (),
     context: KernelContext | None = None,
     on_event: Callable[[ProgressEvent], None] | None = None,
     checkpointer: Checkpointer = None,
@@ -146,6 +150,8 @@ def optimize(
     ``resume=True`` continues the run saved by ``checkpointer`` under ``thread_id`` (``problem`` is then only
     used for its name): an interrupted run goes on from its last step, and a run the model server ended, or
     one with iterations left under the settings given now, gets its next iteration.
+    ``generator``, ``model``, ``memory``, ``tools``, ``profiler``, ``evaluator`` and ``extra_nodes`` go to
+    :func:`~tritonsmith.graphs.builder.build_kernel_graph` as they are.
     """
     unknown = set(settings) - set(KernelContext.__dataclass_fields__)
     if unknown:
@@ -159,8 +165,9 @@ def optimize(
         layer["model"], model = model, None
     layer = {k: v for k, v in layer.items() if v is not None}
     resolved = Settings.resolve(layer)
-    graph = compile_kernel_graph(generator=gen_obj, model=model, memory=memory, tools=tools,
-                                 context=KernelContext(**layer), checkpointer=checkpointer)
+    graph = compile_kernel_graph(generator=gen_obj, model=model, memory=memory, tools=tools, profiler=profiler,
+                                 evaluator=evaluator, extra_nodes=extra_nodes, context=KernelContext(**layer),
+                                 checkpointer=checkpointer)
     state_in: dict[str, Any] | None = {"problem": spec_from_problem(problem)}
     if start_from is not None:
         state_in["start_from"] = _read_kernel(start_from)

@@ -10,7 +10,7 @@ the basis says so. On the CPU interpreter nothing is timed: a correct kernel the
 basis is ``"unmeasured"`` so no one mistakes it for a measurement.
 
 A *hybrid* kernel (PyTorch computed part of the result, as the ``hybrid`` policy allows) earns
-:data:`~tritonsmith.tools.contract.HYBRID_REWARD_FACTOR` (0.9) times that value, and its reward says what torch
+:data:`~tritonsmith.core.contract.HYBRID_REWARD_FACTOR` (0.9) times that value, and its reward says what torch
 computed, so a pure-Triton kernel of the same speed ranks higher.
 """
 
@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from tritonsmith.tools.contract import HYBRID_REWARD_FACTOR, torch_computes, torch_computes_line
-from tritonsmith.tools._results import EvalResult
+from tritonsmith.core.contract import HYBRID_REWARD_FACTOR, torch_computes, torch_computes_line
+from tritonsmith.core.results import EvalResult
 
 __all__ = ["UNMEASURED_REWARD", "Reward", "RewardBasis", "reward_for", "speedup_reward"]
 

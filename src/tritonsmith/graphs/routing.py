@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from tritonsmith.config import Settings
+from tritonsmith.core.settings import Settings
 from tritonsmith.graphs.state import MODEL_ERROR, AttemptRecord, Decision, KernelState
 
 __all__ = ["Route", "decide", "generated_count", "route_after_decide", "target_reached"]

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tritonsmith.tools.contract import torch_computes
+from tritonsmith.core.contract import torch_computes
+from tritonsmith.core.problem import Problem
+from tritonsmith.core.results import EvalResult, EvalStatus
 from tritonsmith.memory._signature import ProblemSignature, normalize_source, problem_key, problem_signature
-from tritonsmith.problem import Problem
-from tritonsmith.tools._results import EvalResult, EvalStatus
 
 __all__ = ["Evaluation", "KernelRecord", "Lineage", "RecordKind", "device_class", "record_from_eval", "record_id"]
 

@@ -10,9 +10,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tritonsmith.core.problem import Problem
 from tritonsmith.memory._record import Evaluation, KernelRecord, Lineage, RecordKind, record_id
 from tritonsmith.memory._signature import problem_signature
-from tritonsmith.problem import Problem
 
 if TYPE_CHECKING:
     from tritonsmith.memory._store import AddResult, KernelMemory

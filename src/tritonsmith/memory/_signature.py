@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tritonsmith.problem import Problem, ProblemError, TensorSpec
+from tritonsmith.core.problem import Problem, ProblemError, TensorSpec
 
 __all__ = ["ProblemSignature", "problem_key", "normalize_source", "problem_signature", "retrieval_text"]
 

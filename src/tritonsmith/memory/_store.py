@@ -18,11 +18,11 @@ from typing import Any, Literal
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction
 
+from tritonsmith.core.problem import Problem, ProblemError, validate_source
 from tritonsmith.memory._dominant import dominant_class, op_affinity
 from tritonsmith.memory._embed import embed, short_name
 from tritonsmith.memory._record import KernelRecord, ProblemSignature, RecordKind, device_class
 from tritonsmith.memory._signature import problem_key, problem_signature, retrieval_text
-from tritonsmith.problem import Problem, ProblemError, validate_source
 
 __all__ = ["AddResult", "InMemoryKernelMemory", "KernelMemory", "MemoryStats", "SearchFilters", "SearchHit"]
 

@@ -61,7 +61,7 @@ def search(
     url: UrlOpt = None,
 ) -> None:
     """Search the memory by a problem file or text."""
-    from tritonsmith.problem import Problem
+    from tritonsmith.core.problem import Problem
 
     mem = _open(directory, url, seed=True)
     path = Path(query)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonsmith.suite._task import OptimizeOutcome
-from tritonsmith.tools._results import EvalStatus
+from tritonsmith.core.results import EvalStatus
+from tritonsmith.suite._outcome import OptimizeOutcome
 
 _VERDICTS = {s.value for s in EvalStatus}
 

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from tritonsmith.suite.report import BASELINES, FAST_P, Metrics, SuiteReport, problem_row
+from tritonsmith.suite._report_model import BASELINES, FAST_P, Metrics, SuiteReport, problem_row
 
 _BASELINE_NAMES = {"eager": "eager PyTorch", "compile": "torch.compile"}
 

@@ -15,30 +15,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from tritonsmith.problem import Problem, ProblemError
+from tritonsmith.core.problem import Problem, ProblemError
+from tritonsmith.suite._adapt import outcome_from_optimize_result
+from tritonsmith.suite._outcome import OptimizeOutcome
 from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, ProblemRecord, write_atomic
-from tritonsmith.tools._results import EvalResult
 
 log = logging.getLogger(__name__)
 
 OPTIMIZE = "optimize"
 EVAL = "eval"
-
-
-@dataclass(frozen=True, kw_only=True)
-class OptimizeOutcome:
-    """What the runner needs from one optimize call: the best candidate and what it cost."""
-
-    best_source: str | None
-    best_result: EvalResult | None
-    iterations: int
-    generator: str
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None
-    failure_status: str | None = None
-    failure_message: str = ""
-    attempts: tuple[dict[str, Any], ...] = ()
 
 
 class OptimizeFn(Protocol):
@@ -109,7 +94,7 @@ def _score(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> ProblemRe
     if task.candidate_path is None:
         return ProblemRecord(problem=problem.name, status=NO_CANDIDATE, message="no candidate kernel for this problem",
                              **base)
-    from tritonsmith.tools.evaluate import evaluate
+    from tritonsmith.evaluator import evaluate
 
     result = evaluate(problem, Path(task.candidate_path), device=task.device,  # type: ignore[arg-type]
                       trials=task.trials, tolerance=task.tolerance, scale=task.scale, timeout_s=task.timeout_s)
@@ -169,6 +154,4 @@ def to_outcome(raw: Any) -> OptimizeOutcome:
     """Accept an :class:`OptimizeOutcome` or tritonsmith's ``OptimizeResult``."""
     if isinstance(raw, OptimizeOutcome):
         return raw
-    from tritonsmith.suite._adapt import outcome_from_optimize_result
-
     return outcome_from_optimize_result(raw)

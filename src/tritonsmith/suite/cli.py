@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from tritonsmith.problem import ProblemError
+from tritonsmith.core.problem import ProblemError
 from tritonsmith.suite.results import ERROR, ProblemRecord, RunConfigError
 
 __all__ = ["app", "bench_command", "report_command"]

@@ -157,14 +157,15 @@ def gpu_exclusive() -> Iterator[None]:
 def install_gpu_lock() -> bool:
     """In a worker that shares its GPU, make every evaluation and profile hold the GPU lock. Idempotent.
 
-    Wraps ``tritonsmith.tools.evaluate.evaluate`` and ``tritonsmith.tools.profile.profile_kernel`` on
-    their modules; the optimize loop looks both up there at call time.
+    Wraps ``evaluate`` and ``profile_kernel`` on their modules (``tritonsmith.evaluator._evaluate``,
+    ``tritonsmith.profiler.profile``); the optimize loop looks both up there at call time.
     """
     if not os.environ.get(GPU_LOCK_ENV):
         return False
     import importlib
 
-    for module_name, attr in (("tritonsmith.tools.evaluate", "evaluate"), ("tritonsmith.tools.profile", "profile_kernel")):
+    targets = (("tritonsmith.evaluator._evaluate", "evaluate"), ("tritonsmith.profiler.profile", "profile_kernel"))
+    for module_name, attr in targets:
         try:
             module = importlib.import_module(module_name)
         except ImportError:

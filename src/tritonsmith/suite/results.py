@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tritonsmith._version import code_version
-from tritonsmith.tools._results import EvalResult, EvalStatus
+from tritonsmith.core.results import EvalResult, EvalStatus
+from tritonsmith.core.version import code_version
 
 __all__ = [
     "ERROR",

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tritonsmith.suite._task import EVAL, OPTIMIZE, OptimizeFn, OptimizeOutcome, SuiteTask
+from tritonsmith.suite._outcome import OptimizeOutcome
+from tritonsmith.suite._task import EVAL, OPTIMIZE, OptimizeFn, SuiteTask
 from tritonsmith.suite.pool import LocalPool, SuitePool, available_cores, plan_slots, visible_gpus
 from tritonsmith.suite.results import ERROR, ProblemRecord, RunManifest, RunStore
 

@@ -10,7 +10,7 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from tritonsmith.tools.profile import ProfileReport
+    from tritonsmith.profiler import ProfileReport
 
 __all__ = ["profile_command", "web_search_command"]
 
@@ -30,8 +30,8 @@ def profile_command(
     from rich.console import Console
 
     from tritonsmith.cli import resolve_path
-    from tritonsmith.problem import ProblemError
-    from tritonsmith.tools.profile import profile_kernel
+    from tritonsmith.core.problem import ProblemError
+    from tritonsmith.profiler import profile_kernel
 
     console = Console()
     problem_path = resolve_path(problem)

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from tritonsmith.problem import ProblemError
+from tritonsmith.core.problem import ProblemError
+from tritonsmith.tools.submit import bad_arguments
 
 if TYPE_CHECKING:
-    from tritonsmith.problem import Problem
-    from tritonsmith.tools._results import EvalResult
+    from tritonsmith.core.problem import Problem
+    from tritonsmith.core.results import EvalResult
 
 __all__ = ["evaluate_kernel_tool", "make_evaluate_tool"]
 
@@ -30,15 +31,9 @@ time against eager PyTorch and torch.compile. `candidate_source` is the COMPLETE
 `class ModelNew(nn.Module)` whose forward launches @triton.jit kernels."""
 
 
-def _bad_arguments(error: Exception) -> str:
-    from tritonsmith.agents._llm_tools import bad_arguments
-
-    return bad_arguments(error)
-
-
 def _run(problem: Problem | str | Path, candidate_source: str, *, device: str, trials: int,
          timeout_s: float | None) -> tuple[str, dict[str, object]]:
-    from tritonsmith.tools.evaluate import evaluate
+    from tritonsmith.evaluator import evaluate
 
     if not candidate_source.strip():
         return "status: invalid — candidate_source is empty; pass the whole file defining ModelNew", {}
@@ -58,7 +53,7 @@ def make_evaluate_tool(problem: Problem | str | Path, *, device: str = "auto", t
         return _run(problem, candidate_source, device=device, trials=trials, timeout_s=timeout_s)
 
     return StructuredTool.from_function(evaluate_kernel, name="evaluate_kernel", description=_DESCRIPTION,
-                                        response_format="content_and_artifact", handle_validation_error=_bad_arguments)
+                                        response_format="content_and_artifact", handle_validation_error=bad_arguments)
 
 
 def _evaluate_any(reference: str, candidate_source: str, device: str = "auto") -> tuple[str, dict[str, object]]:
@@ -69,4 +64,4 @@ evaluate_kernel_tool: BaseTool = StructuredTool.from_function(
     _evaluate_any, name="evaluate_kernel",
     description=_DESCRIPTION + " `reference` is the path of the KernelBench reference file (or its source); "
                                "`device` is auto, cuda or cpu (the interpreter: correctness only).",
-    response_format="content_and_artifact", handle_validation_error=_bad_arguments)
+    response_format="content_and_artifact", handle_validation_error=bad_arguments)

@@ -10,8 +10,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tritonsmith.tools.contract import torch_computes_line
-from tritonsmith.problem import Problem
+from tritonsmith.core.contract import torch_computes_line
+from tritonsmith.core.problem import Problem
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool

@@ -8,7 +8,7 @@ in a daemon thread and is abandoned at the deadline. Offline, blocked or failing
 :class:`SearchResponse` with status ``unavailable`` and a reason, never an exception.
 
 Results are cached on disk, keyed by backend, query, result count and domain allow-list, under
-``$TRITONSMITH_CACHE_DIR/web_search`` (see ``tritonsmith.tools._sol.cache_dir``).
+``$TRITONSMITH_CACHE_DIR/web_search`` (see ``tritonsmith.core.paths.cache_dir``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
 
-from tritonsmith.tools._sol import cache_dir
+from tritonsmith.core.paths import cache_dir
 
 __all__ = ["DdgsBackend", "SearchBackend", "SearchHit", "SearchResponse", "SearchStatus", "TRUSTED_DOMAINS",
            "web_search", "web_search_tool"]

@@ -52,7 +52,7 @@ from typing import Any
 
 from tritonsmith.agents.base import Candidate, GenerationRequest
 from tritonsmith.agents.builtin._ir import UnsupportedError
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 __all__ = ["BuiltinGenerator", "PlanSummary", "summarize"]
 

@@ -1,7 +1,7 @@
 """The profiler's advice, read by the built-in generator to order its remaining variants.
 
 The graph appends the profile of a correct attempt to that attempt's feedback; its ``hints:`` line
-(:func:`tritonsmith.tools.profile.hint_codes`) names what limits the kernel. Each code maps to words of
+(:func:`tritonsmith.profiler.hint_codes`) names what limits the kernel. Each code maps to words of
 the variant keys that address it: a kernel with too few programs tries the split variants first, one
 that spills tries smaller tiles first, one within reach of the speed of light stops refining.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tritonsmith.tools.profile import hint_codes
+from tritonsmith.profiler import hint_codes
 
 if TYPE_CHECKING:
     from tritonsmith.agents.base import Attempt

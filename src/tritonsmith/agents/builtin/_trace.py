@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from tritonsmith.agents.builtin._ir import EXTERN, INPUT, MM, PARAM, PW, REDUCE, VIEW, Graph, Node, UnsupportedError
-from tritonsmith.problem import Problem
+from tritonsmith.core.problem import Problem
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class TracedProblem:
 
 def export_problem(problem: Problem) -> tuple[Any, list[Any]]:
     """``torch.export`` the reference on the ``meta`` device (no data, no GPU); returns (program, inputs)."""
-    from tritonsmith._problem_meta import exec_reference, instantiate
+    from tritonsmith.core.problem_meta import exec_reference, instantiate
 
     module = exec_reference(problem.source, problem.name)
     model, _, inputs = instantiate(module, problem.name, "meta")
@@ -72,8 +72,8 @@ def _constants_on_cpu(problem: Problem) -> dict[str, Any]:
     down to a small size on the CPU gives the same graph with real constants (their values do not depend
     on the shapes). Empty when the problem cannot be scaled or exported that way.
     """
-    from tritonsmith._problem_meta import exec_reference, instantiate
-    from tritonsmith.problem import ProblemError
+    from tritonsmith.core.problem_meta import exec_reference, instantiate
+    from tritonsmith.core.problem import ProblemError
 
     try:
         small = problem.scaled()

@@ -16,7 +16,7 @@ from tritonsmith.agents.builtin._ir import PW, Node
 from tritonsmith.agents.builtin._kernels import _mm_shapes, next_pow2
 from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, SCANS, WINDOWS, Group, Plan
 from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
-from tritonsmith.tools._results import EvalStatus
+from tritonsmith.core.results import EvalStatus
 
 __all__ = ["Variant", "choose_variant", "group_config", "remaining", "variant_menu"]
 

@@ -1,0 +1,251 @@
+"""Typed results of an evaluation, and the attempt that carries one. Plain dataclasses that round-trip
+through JSON.
+
+Every layer reads these (the evaluator writes them; memory, tools, agents, graphs, suite and the CLI read
+them), so they live in ``core`` and import nothing of tritonsmith but the feedback formatter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from tritonsmith.core._feedback import format_feedback
+
+
+class EvalStatus(StrEnum):
+    """What happened to a candidate. Only ``CORRECT`` earns a reward."""
+
+    CORRECT = "correct"
+    WRONG_OUTPUT = "wrong_output"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    REJECTED = "rejected"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Mismatch:
+    """Why one output of one trial failed the tolerance check."""
+
+    trial: int
+    output_index: int
+    message: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    mismatched: int | None = None
+    total: int | None = None
+    nan_count: int | None = None
+    inf_count: int | None = None
+    first_bad_index: tuple[int, ...] | None = None
+    candidate_value: float | None = None
+    reference_value: float | None = None
+    kind: str | None = None  # "values", or a structural error: "shape", "dtype", "device", "type", "count"
+    pattern: dict[str, Any] | None = None  # what the wrong values look like (see tools/_compare.mismatch_pattern)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CorrectnessReport:
+    trials: int
+    passed: int
+    tolerance: str
+    max_abs_error: float
+    max_rel_error: float
+    mismatch: Mismatch | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timing:
+    """Median and spread of one implementation's runtime, in milliseconds (CUDA events).
+
+    ``ci_low_ms``/``ci_high_ms``: a 95% confidence interval of the median. ``launch_ms``: the host time
+    a call takes to return (Python and launch latency), which the events leave out.
+    """
+
+    median_ms: float
+    p20_ms: float
+    p80_ms: float
+    reps: int
+    host_median_ms: float | None = None
+    ci_low_ms: float | None = None
+    ci_high_ms: float | None = None
+    launch_ms: float | None = None
+
+    @property
+    def spread(self) -> float:
+        """(p80 - p20) / median: the run-to-run noise of this figure."""
+        return (self.p80_ms - self.p20_ms) / self.median_ms if self.median_ms > 0 else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchmarkReport:
+    """Candidate, eager reference and ``torch.compile`` reference, timed in one worker.
+
+    ``speedup_ci_vs_*``: 95% intervals of the speedups (from the medians' intervals); ``light_floor_ms``:
+    reading the inputs and writing the outputs once at the GPU's peak bandwidth.
+    """
+
+    candidate: Timing
+    eager: Timing
+    compiled: Timing | None
+    compile_mode: str
+    compiled_note: str | None = None
+    remeasured: bool = False
+    notes: tuple[str, ...] = ()
+    light_floor_ms: float | None = None
+    speedup_ci_vs_eager: tuple[float, float] | None = None
+    speedup_ci_vs_compile: tuple[float, float] | None = None
+
+    @property
+    def speedup_vs_eager(self) -> float:
+        return self.eager.median_ms / self.candidate.median_ms
+
+    @property
+    def speedup_vs_compile(self) -> float | None:
+        return self.compiled.median_ms / self.candidate.median_ms if self.compiled else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Violation:
+    """One broken evaluator rule: ``rule`` is a stable identifier, ``message`` says what and why."""
+
+    rule: str
+    message: str
+    line: int | None = None
+    origin: str = "static"  # "static" (read from the source) or "runtime" (seen while it ran)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchOpUse:
+    """A PyTorch operation the candidate used to compute (not to allocate or reshape)."""
+
+    op: str
+    count: int = 1
+    line: int | None = None
+    origin: str = "static"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChecksReport:
+    """What the anti-cheating checks looked at and found.
+
+    ``policy`` is ``hybrid`` (PyTorch may keep some operations, listed in ``torch_ops``) or ``strict``
+    (all compute in Triton). ``kernel_launches`` counts Triton launches in the first checked forward.
+    """
+
+    policy: str
+    violations: tuple[Violation, ...] = ()
+    torch_ops: tuple[TorchOpUse, ...] = ()
+    kernels: tuple[str, ...] = ()
+    kernel_launches: int | None = None
+    notes: tuple[str, ...] = ()
+    static_s: float = 0.0
+    triton_share: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.violations
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalResult:
+    """The evaluator's verdict on one candidate for one problem."""
+
+    status: EvalStatus
+    message: str
+    problem: str
+    device: str
+    device_name: str
+    tolerance: str
+    error: str | None = None
+    stage: str | None = None
+    correctness: CorrectnessReport | None = None
+    benchmark: BenchmarkReport | None = None
+    timing_note: str | None = None
+    scaling_note: str | None = None
+    rule: str | None = None
+    wall_s: float = 0.0
+    versions: dict[str, str] = field(default_factory=dict)
+    candidate_path: str | None = None
+    checks: ChecksReport | None = None
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is EvalStatus.CORRECT
+
+    @property
+    def speedup_vs_compile(self) -> float | None:
+        return self.benchmark.speedup_vs_compile if self.benchmark else None
+
+    @property
+    def speedup_vs_eager(self) -> float | None:
+        return self.benchmark.speedup_vs_eager if self.benchmark else None
+
+    def feedback(self, limit: int = 2500) -> str:
+        """A concise account for the generator: what failed and where, or how fast it ran."""
+        return format_feedback(self, limit=limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_jsonable(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        d = dict(data)
+        d["status"] = EvalStatus(d["status"])
+        if d.get("correctness"):
+            c = dict(d["correctness"])
+            if c.get("mismatch"):
+                m = dict(c["mismatch"])
+                if m.get("first_bad_index") is not None:
+                    m["first_bad_index"] = tuple(m["first_bad_index"])
+                c["mismatch"] = Mismatch(**m)
+            c["notes"] = tuple(c.get("notes", ()))
+            d["correctness"] = CorrectnessReport(**c)
+        if d.get("benchmark"):
+            b = dict(d["benchmark"])
+            for key in ("candidate", "eager", "compiled"):
+                b[key] = Timing(**b[key]) if b.get(key) else None
+            b["notes"] = tuple(b.get("notes", ()))
+            for key in ("speedup_ci_vs_eager", "speedup_ci_vs_compile"):
+                b[key] = tuple(b[key]) if b.get(key) else None
+            d["benchmark"] = BenchmarkReport(**b)
+        if d.get("checks"):
+            d["checks"] = checks_from_dict(d["checks"])
+        return cls(**d)
+
+
+def checks_from_dict(data: dict[str, Any]) -> ChecksReport:
+    c = dict(data)
+    c["violations"] = tuple(Violation(**v) for v in c.get("violations", ()))
+    c["torch_ops"] = tuple(TorchOpUse(**t) for t in c.get("torch_ops", ()))
+    c["kernels"] = tuple(c.get("kernels", ()))
+    c["notes"] = tuple(c.get("notes", ()))
+    return ChecksReport(**c)
+
+
+def to_jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, StrEnum):
+        return value.value
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One earlier candidate: its code, the evaluator's verdict, and the feedback the generator saw."""
+
+    iteration: int
+    source: str | None
+    result: EvalResult | None
+    feedback: str
+    reward: float
+    generator: str = ""
+    variant: str | None = None

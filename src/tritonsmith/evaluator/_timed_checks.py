@@ -1,0 +1,223 @@
+"""Checks on the calls the evaluator times (CUDA): every timed call must be a computed call.
+
+* :class:`RoundChecker` — before every timed round the evaluator writes fresh inputs into the same
+  buffers (same ``data_ptr``, new contents), so no output can come from memory. After the round it
+  compares a random sample of the candidate's output with the eager reference's output for the same
+  contents, and checks that the output shares no memory with earlier outputs the caller still holds.
+* :func:`stream_census` — one timed round is profiled (CUPTI through the torch profiler): every kernel,
+  copy and fill the candidate caused must run on the caller's current stream, however the stream was
+  obtained (``torch.cuda.Stream``, an indirection, cupy, ctypes). It also measures the share of the
+  candidate's GPU time spent in its own Triton kernels.
+* :func:`light_floor_ms` — the physical floor of a timed call: reading every input and writing every
+  output once at the GPU's peak bandwidth. Weights are excluded (an algebraic rewrite may pre-reduce
+  them), so the floor holds for any honest algorithm.
+
+Each finding raises through :func:`tritonsmith.evaluator._guards.reject` with its rule.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from tritonsmith.core.problem_meta import flatten_outputs
+from tritonsmith.evaluator._guards import reject, shares_memory
+
+log = logging.getLogger(__name__)
+
+_SAMPLE = 2048  # elements compared per output per timed call
+# A timed output is wrong when more than this share of its sampled elements is outside the loose bound:
+# an honest kernel that passed the trials misses none; a recycled result misses nearly all.
+_WRONG_SHARE = 0.25
+_HELD_OUTPUTS = 2  # earlier candidate outputs kept alive (as a caller would) while the next one is made
+
+
+def _loose_tol(dtype: torch.dtype) -> float:
+    return 5e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-2
+
+
+class RoundChecker:
+    """Per-round checks of the candidate's timed outputs (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.rounds = 0
+        self._shares: list[tuple[int, torch.Tensor | float]] = []
+        self._held: list[list[torch.Tensor]] = []
+
+    def check_reuse(self, cand_out: Any) -> None:
+        """An output overlapping an output of an earlier call that the caller still holds is reuse."""
+        tensors = [t for t in flatten_outputs(cand_out) if isinstance(t, torch.Tensor)]
+        earlier = [t for held in self._held for t in held]
+        for i, t in enumerate(tensors):
+            if earlier and shares_memory(t, earlier):
+                raise reject("output_reused", "benchmark", f"output {i} of a timed call shares memory with the output "
+                             "of an earlier call that the caller still holds: allocate each call's output inside "
+                             "forward (a cached or recycled result is not a computed one)")
+        self._held = (self._held + [tensors])[-_HELD_OUTPUTS:]
+
+    def compare(self, cand_out: Any, ref_out: Any) -> None:
+        """Sampled comparison of one timed call's outputs with the reference's for the same inputs.
+
+        The verdict stays on the device until :meth:`verdict` (no synchronization per round)."""
+        self.rounds += 1
+        got, want = flatten_outputs(cand_out), flatten_outputs(ref_out)
+        if len(got) != len(want):
+            self._shares.append((self.rounds, 1.0))
+            return
+        shares = [sample_bad_share(c, r) for c, r in zip(got, want, strict=True) if isinstance(r, torch.Tensor)]
+        if shares:
+            worst = shares[0] if len(shares) == 1 else torch.stack([torch.as_tensor(x, dtype=torch.float32,
+                                                                                  device=want[0].device) for x in shares]).max()
+            self._shares.append((self.rounds, worst))
+
+    def verdict(self) -> None:
+        wrong = [r for r, share in self._shares if float(share) > _WRONG_SHARE]
+        self._shares.clear()
+        if wrong:
+            raise reject("benchmark_output_wrong", "benchmark", (
+                f"{len(wrong)} of {self.rounds} timed calls returned outputs that differ from the reference's "
+                f"for the inputs they were given (first: call {wrong[0]}); fresh inputs are written into the "
+                "same buffers before every timed call, so ModelNew must compute every call from its inputs "
+                "(no cached or memoised results, no behaviour that changes when timed)"))
+
+    def release(self) -> None:
+        self._held.clear()
+
+
+def sample_bad_share(c: Any, r: torch.Tensor) -> torch.Tensor | float:
+    """The share of a random sample of ``c`` outside a loose bound around ``r`` (1.0 on a structural
+    mismatch); a 0-d tensor on ``r``'s device, so no synchronization is needed to compute it."""
+    if not isinstance(c, torch.Tensor) or c.shape != r.shape or c.dtype != r.dtype or c.device != r.device:
+        return 1.0
+    n = r.numel()
+    if n == 0:
+        return 0.0
+    flat_c, flat_r = c.reshape(-1), r.reshape(-1)
+    if n > _SAMPLE:
+        idx = torch.randint(0, n, (_SAMPLE,), device=r.device)
+        flat_c, flat_r = flat_c[idx], flat_r[idx]
+    if r.is_floating_point() or r.is_complex():
+        tol = _loose_tol(r.dtype)
+        bad = ~torch.isclose(flat_c, flat_r, atol=tol, rtol=tol, equal_nan=True)
+    else:
+        bad = flat_c != flat_r
+    return bad.float().mean()
+
+
+def sample_agrees(c: Any, r: torch.Tensor) -> bool:
+    """Whether at most ``_WRONG_SHARE`` of a random sample of ``c`` lies outside a loose bound around ``r``."""
+    return float(sample_bad_share(c, r)) <= _WRONG_SHARE
+
+
+class CensusUnavailable(RuntimeError):
+    """The profiler recorded no GPU activity (no CUPTI, or profiling not permitted)."""
+
+
+@dataclass(frozen=True)
+class StreamCensus:
+    """What one profiled call of the candidate ran on the GPU."""
+
+    streams: tuple[int, ...]  # stream ids of the candidate's GPU activities
+    foreign: tuple[str, ...]  # activities on a stream other than the caller's
+    triton_share: float | None  # share of kernel time in the candidate's own Triton kernels
+
+
+def stream_census(events: Iterable[Any], marker_name: str, triton_names: set[str]) -> StreamCensus:
+    """Read CUPTI activities of one profiled call.
+
+    ``events`` are torch's Kineto events (``name()``, ``device_type()``, ``device_resource_id()``,
+    ``start_ns()``, ``duration_ns()``). The caller's stream is the stream of the marker kernel (``marker_name``) the
+    evaluator launched on its current stream inside the profiled window, just before the call.
+    """
+    gpu = sorted((e for e in events if _is_gpu(e)), key=lambda e: e.start_ns())
+    marker = [e for e in gpu if marker_name in e.name()]
+    if not marker:
+        raise CensusUnavailable(f"the profile holds no {marker_name!r} marker kernel")
+    home = marker[0].device_resource_id()
+    mine = [e for e in gpu if e is not marker[0]]
+    foreign = tuple(f"{e.name()[:60]} (stream {e.device_resource_id()})" for e in mine if e.device_resource_id() != home)
+    kernels = [e for e in mine if _is_kernel(e)]
+    total = sum(e.duration_ns() for e in kernels)
+    own = sum(e.duration_ns() for e in kernels if any(_triton_match(e.name(), n) for n in triton_names))
+    share = own / total if total > 0 else None
+    return StreamCensus(streams=tuple(sorted({e.device_resource_id() for e in mine})), foreign=foreign,
+                        triton_share=share)
+
+
+def _is_gpu(e: Any) -> bool:
+    return str(e.device_type()).rsplit(".", 1)[-1] == "CUDA"
+
+
+def _is_kernel(e: Any) -> bool:
+    name = e.name()
+    return not name.startswith(("Memcpy", "Memset", "[memory]"))
+
+
+def _triton_match(kernel: str, name: str) -> bool:
+    """Triton names a kernel after its function, sometimes with a suffix (``_add_kernel_0d1d2``)."""
+    return kernel == name or kernel.startswith(name + "_") or kernel.startswith(name + "(")
+
+
+def profile_call(fn: Any, triton_names: set[str]) -> StreamCensus:
+    """Profile a marker kernel then ``fn()`` on the GPU and take the census of what ran.
+
+    The marker (``torch.cuda._sleep``, a spin kernel no candidate launches by accident) runs on the
+    evaluator's current stream: its stream id is the caller's.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        torch.cuda._sleep(1000)
+        out = fn()
+        torch.cuda.synchronize()
+    del out
+    results = getattr(prof.profiler, "kineto_results", None) if prof.profiler else None
+    return stream_census(results.events() if results else [], _MARKER_KERNEL, triton_names)
+
+
+_MARKER_KERNEL = "spin_kernel"
+
+
+def check_streams(census: StreamCensus) -> None:
+    if census.foreign:
+        raise reject("side_stream", "benchmark", (
+            f"the candidate ran GPU work on a stream other than the caller's current stream ({census.foreign[0]}"
+            f"{f' and {len(census.foreign) - 1} more' if len(census.foreign) > 1 else ''}): work there escapes "
+            "the timer; launch everything on the current stream"))
+
+
+def light_floor_ms(inputs: list[Any], outputs: list[Any], bandwidth_gbs: float | None) -> float | None:
+    """Milliseconds to read every input tensor and write every output once at ``bandwidth_gbs``."""
+    if not bandwidth_gbs:
+        return None
+    nbytes = sum(t.numel() * t.element_size() for t in (*inputs, *outputs) if isinstance(t, torch.Tensor))
+    return nbytes / (bandwidth_gbs * 1e9) * 1e3
+
+
+def peak_bandwidth_gbs() -> float | None:
+    """The highest bandwidth the current GPU could have: its datasheet figure or its memory interface's."""
+    from tritonsmith.core.device import datasheet_bandwidth_gbs
+
+    sheet = datasheet_bandwidth_gbs(torch.cuda.get_device_name())
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    clock_khz = getattr(props, "memory_clock_rate", 0) or 0
+    bus_bits = getattr(props, "memory_bus_width", 0) or 0
+    interface = 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9 if clock_khz and bus_bits else 0.0
+    best = max(sheet or 0.0, interface)
+    return best or None
+
+
+def median_ci(samples: list[float]) -> tuple[float, float]:
+    """A distribution-free 95% confidence interval of the median (order statistics)."""
+    xs = sorted(samples)
+    n = len(xs)
+    if n < 6:
+        return xs[0], xs[-1]
+    k = max(0, int(math.floor(n / 2 - 0.98 * math.sqrt(n))))
+    return xs[k], xs[n - 1 - k]

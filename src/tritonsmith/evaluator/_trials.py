@@ -1,0 +1,336 @@
+"""Correctness trials: fresh seeded inputs per trial, separate copies for reference and candidate.
+
+With the guards on (the default), each trial also checks that the candidate launched Triton kernels,
+left its inputs alone, returned plain tensors that alias neither its inputs nor its last outputs, and
+that its outputs change when the reference's do. The reference's outputs are poisoned with NaN before
+the candidate runs, so a kernel that leaves its output unwritten cannot pass on recycled memory. The
+first trial records the aten ops both sides run (for the torch policy) and, under the ``kernelbench``
+tolerance on float32 outputs, checks the candidate's error against a float64 reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Any
+
+from tritonsmith.core.problem_meta import flatten_outputs
+from tritonsmith.evaluator import _guards as guards
+from tritonsmith.evaluator._compare import compare, describe_inputs
+
+if TYPE_CHECKING:
+    from tritonsmith.evaluator.sandbox._worker import Job
+
+# Under ``kernelbench`` a float32 candidate may be this many times further from float64 than the
+# reference is (summation order), but never worse than float32 can explain: fp16/bf16/tf32 compute is not.
+_PRECISION_MULTIPLE = 16.0
+_PRECISION_FLOOR = 1e-5
+
+
+def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> dict[str, Any]:
+    """Run ``trials`` comparisons; stop at the first failing trial and describe its first bad output."""
+    from tritonsmith.evaluator._calls import float64_reference
+
+    trials = int(job.spec["trials"])
+    policy = job.spec["tolerance"]
+    g = job.guards
+    max_abs = max_rel = 0.0
+    previous: tuple[list[Any], list[Any]] | None = None
+    for t in range(trials):
+        job.stage(f"trial {t + 1}/{trials}")
+        seed = int(job.spec["seed"]) + 1000 * (t + 1)
+        ref_out, cand_out, cand_inputs = _run_pair(job, ref_model, cand_model, make_inputs(seed), trial=t)
+        ref64 = float64_reference(ref_model, make_inputs(seed)) if policy == "numerics" else None
+        if g.enabled:
+            _check_behaviour(job, t, ref_out, cand_out, cand_inputs, previous)
+            previous = (ref_out, cand_out)
+        mismatch, a, r = _check_outputs(t, cand_out, ref_out, ref64, policy)
+        max_abs, max_rel = max(max_abs, a), max(max_rel, r)
+        if mismatch:
+            mismatch["pattern"] = {**(mismatch.get("pattern") or {}), "inputs": describe_inputs(make_inputs(seed))}
+            return {"trials": trials, "passed": t, "tolerance": policy, "max_abs_error": max_abs,
+                    "max_rel_error": max_rel, "mismatch": mismatch}
+        if t == 0 and g.enabled:
+            _check_first_trial(job, ref_model, make_inputs(seed), ref_out, cand_out)
+    return {"trials": trials, "passed": trials, "tolerance": policy, "max_abs_error": max_abs, "max_rel_error": max_rel}
+
+
+def _run_pair(job: Job, ref_model: Any, cand_model: Any, ref_inputs: list[Any],
+              *, trial: int) -> tuple[list[Any], list[Any], list[Any]]:
+    """Reference, then (after poisoning its outputs' memory) the candidate on its own copy of the inputs."""
+    from tritonsmith.evaluator._calls import call_candidate, call_reference
+
+    g = job.guards
+    cand_inputs = [_clone(x) for x in ref_inputs]
+    first = trial == 0
+    record = first and g.enabled
+    with guards.op_recorder(g.counter, g.ref_ops) if record else nullcontext():
+        ref_raw = flatten_outputs(call_reference(job, ref_model, ref_inputs))
+    if not g.enabled:
+        ref_out = ref_raw
+    else:
+        ref_out = [_clone(o) for o in ref_raw]
+        keep_away = [*ref_inputs, *cand_inputs, *ref_model.parameters(), *ref_model.buffers()]
+        guards.poison(ref_raw, keep_away)
+        del ref_raw
+    saved = guards.save_inputs(cand_inputs) if g.enabled else None
+    before = g.counter.launches
+    with guards.op_recorder(g.counter, g.cand_ops) if record else nullcontext():
+        cand_out = flatten_outputs(call_candidate(job, cand_model, cand_inputs, f"trial {trial + 1}"))
+    if g.enabled:
+        if first:
+            g.launches = g.counter.launches - before
+        bad = guards.mutated_inputs(saved or [], cand_inputs)
+        if bad:
+            raise guards.reject("input_mutated", job.stage_name, f"ModelNew.forward modified its input(s) {bad}; "
+                                "inputs are read-only (write results to a new output tensor)")
+    return ref_out, cand_out, cand_inputs
+
+
+def _check_behaviour(job: Job, t: int, ref_out: list[Any], cand_out: list[Any], cand_inputs: list[Any],
+                     previous: tuple[list[Any], list[Any]] | None) -> None:
+    import torch
+
+    g = job.guards
+    stage = job.stage_name
+    for i, c in enumerate(cand_out):
+        if isinstance(c, torch.Tensor) and not guards.is_plain_tensor(c):
+            raise guards.reject("lazy_output", stage, f"output {i} is a {type(c).__name__}, not a plain torch.Tensor "
+                                "(outputs must be computed inside forward)")
+    if t == 0 and g.launches == 0:
+        raise guards.reject("no_kernel_launched", stage, "ModelNew.forward launched no Triton kernel; the result "
+                            "must be computed by your @triton.jit kernels")
+    ref_tensors = [o for o in ref_out if isinstance(o, torch.Tensor)]
+    for i, c in enumerate(cand_out):
+        if isinstance(c, torch.Tensor) and guards.shares_memory(c, cand_inputs):
+            raise guards.reject("output_aliases_input", stage, f"output {i} shares memory with an input; write the "
+                                "result to a new tensor")
+        if previous and isinstance(c, torch.Tensor) and guards.shares_memory(c, previous[1]):
+            raise guards.reject("output_reused", stage, f"output {i} is the same memory ModelNew returned on the "
+                                "previous call: a caller holding the first result would see it overwritten")
+    # The reference must really differ between the two inputs: an output that is mathematically constant
+    # (GroupNorm over groups of one) differs only by rounding noise there, and an exact kernel may return
+    # the same constant twice.
+    if previous and ref_tensors and _all_equal(cand_out, previous[1]) and not _all_close(ref_out, previous[0]):
+        raise guards.reject("outputs_ignore_inputs", stage, "ModelNew returned identical outputs for two different "
+                            "inputs (the reference's outputs differ): results must be computed from the inputs")
+
+
+def check_kernels_contribute(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> None:
+    """Decorative kernels: run the candidate once more with its Triton launches suppressed.
+
+    The inputs are new (so no memory holds their answer). The kernels are decoration when, without them,
+    the output still reproduces the reference's far more closely than the reference's own answer for other
+    inputs would (normwise: within 1e-3 and within 1% of that input-to-input difference), on every output:
+    PyTorch computed everything (``decorative_kernel``). A candidate that fails or raises without its
+    kernels is what an honest one does. An output that does not depend on the inputs cannot tell: the
+    check is skipped with a note.
+    """
+    from tritonsmith.evaluator._calls import call_reference
+
+    import torch
+
+    g = job.guards
+    if not g.enabled:
+        return
+    job.stage("decorative-kernel check", key="checks_decorative")
+    seed = int(job.spec["seed"]) + 7_777_777
+    inputs = make_inputs(seed)
+    g.counter.suppress = True
+    try:
+        with torch.no_grad():
+            bare = flatten_outputs(cand_model(*[_clone(x) for x in inputs]))
+        if job.device == "cuda":
+            torch.cuda.synchronize()
+    except Exception:  # without its kernels the candidate cannot even finish: they matter
+        return
+    finally:
+        g.counter.suppress = False
+    ref = flatten_outputs(call_reference(job, ref_model, inputs))
+    if len(bare) != len(ref) or not all(_close_enough(b, r) for b, r in zip(bare, ref, strict=True)):
+        return  # the usual outcome, found without a second reference run
+    other = flatten_outputs(call_reference(job, ref_model, make_inputs(seed + 1)))
+    verdicts = [_reproduces(b, r, o) for b, r, o in zip(bare, ref, other, strict=False)]
+    if len(bare) != len(ref) or False in verdicts:
+        return
+    if None in verdicts:
+        g.notes.append("decorative-kernel check skipped: the reference's output does not depend on its inputs")
+        return
+    raise guards.reject("decorative_kernel", job.stage_name, (
+        "the output is still correct with every Triton launch of ModelNew suppressed: the kernels contribute "
+        "nothing and PyTorch computes the result; compute it with your Triton kernels"))
+
+
+def _close_enough(bare: Any, ref: Any) -> bool:
+    """A cheap first look: could ``bare`` reproduce ``ref`` at all (normwise within 1e-3)?"""
+    import torch
+
+    from tritonsmith.evaluator._compare import relative_error
+
+    if not isinstance(ref, torch.Tensor):
+        return bare == ref
+    if not isinstance(bare, torch.Tensor) or bare.shape != ref.shape or bare.dtype != ref.dtype:
+        return False
+    if not ref.is_floating_point():
+        return bool(torch.equal(bare, ref))
+    return relative_error(bare, ref) <= 1e-3
+
+
+def _reproduces(bare: Any, ref: Any, other: Any) -> bool | None:
+    """Whether ``bare`` reproduces ``ref``; None when ``ref`` does not differ from ``other`` (no signal)."""
+    import torch
+
+    from tritonsmith.evaluator._compare import relative_error
+
+    if not isinstance(ref, torch.Tensor):
+        return bare == ref if ref != other else None
+    if not isinstance(bare, torch.Tensor) or bare.shape != ref.shape or bare.dtype != ref.dtype:
+        return False
+    if not ref.is_floating_point():
+        return bool(torch.equal(bare, ref)) if not torch.equal(ref, other) else None
+    spread = relative_error(other, ref)
+    if not spread > 1e-3:  # NaN or tiny: the output does not depend on the inputs
+        return None
+    miss = relative_error(bare, ref)
+    return miss <= 1e-3 and miss <= 0.01 * spread
+
+
+_PRECISION_CHECK_MAX_ELEMENTS = 1 << 28  # 2 GiB per float64 copy
+
+
+def _check_first_trial(job: Job, ref_model: Any, inputs64: list[Any], ref_out: list[Any], cand_out: list[Any]) -> None:
+    """After a passing first trial: kernel-side precision and the torch policy."""
+    from tritonsmith.evaluator._calls import float64_reference
+
+    import torch
+
+    g = job.guards
+    stage = job.stage_name
+    finding = guards.policy_findings(g.policy, g.ref_ops, g.cand_ops)
+    if finding:
+        raise guards.reject(finding[0], stage, finding[1])
+    fp32 = [i for i, r in enumerate(ref_out) if isinstance(r, torch.Tensor) and r.dtype == torch.float32]
+    if job.spec["tolerance"] != "kernelbench" or not fp32:
+        return
+    lines = job.spec.get("tf32_lines") or []
+    if lines:
+        raise guards.reject("precision_lowered", stage, f"tl.dot asks for tf32 inputs (line {lines[0]}) on a float32 "
+                            "problem; the kernelbench tolerance wants float32 accuracy (use input_precision='ieee')")
+    big = sum(x.numel() for x in ref_out if isinstance(x, torch.Tensor)) > _PRECISION_CHECK_MAX_ELEMENTS
+    if big:  # a float64 copy of model, inputs and outputs would not fit beside the trial's own tensors
+        g.notes.append("float64 precision check skipped: outputs too large for a float64 copy")
+        return
+    try:
+        ref64 = float64_reference(ref_model, inputs64)
+    except Exception as exc:  # an op without a float64 kernel: the check cannot run, say so
+        g.notes.append(f"float64 precision check skipped: {type(exc).__name__}: {str(exc)[:200]}")
+        return
+    for i in fp32:
+        cand_err, ref_err = _rel_error(cand_out[i], ref64[i]), _rel_error(ref_out[i], ref64[i])
+        bound = max(_PRECISION_MULTIPLE * ref_err, _PRECISION_FLOOR)
+        if cand_err > bound:
+            raise guards.reject("precision_lowered", stage, (
+                f"output {i}: normwise error vs float64 is {cand_err:.2e}, above what float32 explains ({bound:.2e}; "
+                f"the reference's own error is {ref_err:.2e}): the kernel computes in lower precision "
+                "(fp16/bf16/tf32) on a float32 problem"))
+
+
+def _rel_error(x: Any, exact: Any) -> float:
+    exact = exact.double()
+    norm = float(exact.norm()) or 1.0
+    return float((x.double() - exact).norm()) / norm
+
+
+def _all_equal(a: list[Any], b: list[Any]) -> bool:
+    import torch
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or not torch.equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _all_close(a: list[Any], b: list[Any]) -> bool:
+    """Equal within the ``kernelbench`` tolerance of each tensor's dtype (atol = rtol)."""
+    import torch
+
+    from tritonsmith.evaluator._compare import kernelbench_tolerance
+
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return False
+            if x.is_floating_point():
+                tol = kernelbench_tolerance(x.dtype)
+                if not torch.allclose(x, y, atol=tol, rtol=tol, equal_nan=True):
+                    return False
+            elif not torch.equal(x, y):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def _check_outputs(trial: int, cand: list[Any], ref: list[Any], ref64: list[Any] | None,
+                   policy: str) -> tuple[dict[str, Any] | None, float, float]:
+    import torch
+
+    if len(cand) != len(ref):
+        return _mismatch(trial, 0, f"ModelNew returned {len(cand)} outputs, Model returns {len(ref)}",
+                         kind="count"), 0.0, 0.0
+    max_abs = max_rel = 0.0
+    for i, (c, r) in enumerate(zip(cand, ref, strict=True)):
+        if not isinstance(r, torch.Tensor):
+            if c != r:
+                return _mismatch(trial, i, f"output {i}: expected {r!r}, got {c!r}", kind="type"), max_abs, max_rel
+            continue
+        problem = _structural_problem(i, c, r)
+        if problem:
+            return _mismatch(trial, i, problem[1], kind=problem[0]), max_abs, max_rel
+        verdict = compare(c, r, policy=policy, ref64=ref64[i] if ref64 else None)
+        max_abs, max_rel = max(max_abs, verdict.max_abs_error), max(max_rel, verdict.max_rel_error)
+        if not verdict.ok:
+            d = verdict.details
+            message = d.pop("message", None) or (
+                f"output {i}: {d['mismatched']} of {d['total']} elements outside tolerance "
+                f"(max abs error {verdict.max_abs_error:.3g}, max rel error {verdict.max_rel_error:.3g})")
+            keep = {k: d[k] for k in ("mismatched", "total", "nan_count", "inf_count", "first_bad_index",
+                                       "candidate_value", "reference_value", "pattern") if k in d}
+            return _mismatch(trial, i, message, kind="values", max_abs_error=verdict.max_abs_error,
+                             max_rel_error=verdict.max_rel_error, **keep), max_abs, max_rel
+    return None, max_abs, max_rel
+
+
+def _structural_problem(i: int, c: Any, r: Any) -> tuple[str, str] | None:
+    """(kind, message) when output ``i`` is not even comparable: not a tensor, wrong shape, dtype or device."""
+    import torch
+
+    if not isinstance(c, torch.Tensor):
+        return "type", f"output {i}: expected a tensor, got {type(c).__name__}"
+    if tuple(c.shape) != tuple(r.shape):
+        return "shape", f"output {i}: shape {tuple(c.shape)} but the reference has {tuple(r.shape)}"
+    if c.dtype != r.dtype:
+        return "dtype", f"output {i}: dtype {c.dtype} but the reference has {r.dtype}"
+    if c.device != r.device:
+        return "device", f"output {i}: on {c.device} but the reference is on {r.device}"
+    return None
+
+
+def _mismatch(trial: int, index: int, message: str, **fields: Any) -> dict[str, Any]:
+    if "first_bad_index" in fields and fields["first_bad_index"] is not None:
+        fields["first_bad_index"] = list(fields["first_bad_index"])
+    return {"trial": trial + 1, "output_index": index, "message": f"trial {trial + 1}: {message}", **fields}
+
+
+def _clone(x: Any) -> Any:
+    import torch
+
+    return x.clone() if isinstance(x, torch.Tensor) else x
+

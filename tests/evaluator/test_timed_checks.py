@@ -1,0 +1,109 @@
+"""CPU-testable parts of the checks on timed calls (``_timed_checks``): sampled output comparison,
+reuse of earlier outputs, the stream census of a profiled call, the light floor and the median's CI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from tritonsmith.evaluator import _timed_checks as tc
+from tritonsmith.evaluator._errors import CandidateFailure
+
+
+def test_sampled_comparison_passes_rounding_and_fails_another_inputs_result():
+    g = torch.Generator().manual_seed(11)
+    r = torch.randn(301, 77, generator=g)
+    assert tc.sample_agrees(r + 1e-5 * torch.randn(301, 77, generator=g), r)
+    other = torch.randn(301, 77, generator=g)  # the answer for other inputs: a memoised result
+    assert not tc.sample_agrees(other, r)
+    assert not tc.sample_agrees(r[:, :-1], r)
+    assert not tc.sample_agrees(r.double(), r)
+    ints = torch.randint(0, 9, (513,), generator=g)
+    assert tc.sample_agrees(ints.clone(), ints)
+    assert not tc.sample_agrees((ints + 1) % 9, ints)
+
+
+def test_round_checker_names_memoised_calls():
+    g = torch.Generator().manual_seed(3)
+    checker = tc.RoundChecker()
+    outs = [torch.randn(40, 33, generator=g) for _ in range(4)]
+    checker.compare(outs[0].clone(), outs[0])
+    checker.compare(outs[0].clone(), outs[1])  # the first call's answer returned for the second's inputs
+    checker.compare([outs[2]], [outs[2], outs[3]])  # one output short
+    checker.compare(outs[3] * (1 + 1e-6), outs[3])
+    with pytest.raises(CandidateFailure) as info:
+        checker.verdict()
+    assert info.value.rule == "benchmark_output_wrong"
+    assert "2 of 4 timed calls" in info.value.message and "call 2" in info.value.message
+
+
+def test_round_checker_rejects_an_output_sharing_memory_with_a_held_one():
+    checker = tc.RoundChecker()
+    store = torch.randn(7, 5)
+    checker.check_reuse(torch.randn(7, 5))
+    checker.check_reuse(store)
+    checker.check_reuse(torch.randn(7, 5))
+    with pytest.raises(CandidateFailure) as info:
+        checker.check_reuse(store[1:])  # a view of the output returned two calls ago, still held
+    assert info.value.rule == "output_reused"
+
+
+@dataclass
+class _Event:
+    n: str
+    stream: int
+    start: int
+    dur: int
+    kind: str = "DeviceType.CUDA"
+
+    def name(self) -> str:
+        return self.n
+
+    def device_type(self) -> str:
+        return self.kind
+
+    def device_resource_id(self) -> int:
+        return self.stream
+
+    def start_ns(self) -> int:
+        return self.start
+
+    def duration_ns(self) -> int:
+        return self.dur
+
+
+def test_stream_census_finds_work_on_another_stream_and_the_triton_share():
+    honest = [_Event("void at::cuda::spin_kernel(long)", 7, 0, 10), _Event("_softmax_kernel", 7, 20, 300),
+              _Event("void cudnn::conv(...)", 7, 400, 900), _Event("cudaLaunchKernel", 1, 5, 3, "DeviceType.CPU")]
+    census = tc.stream_census(honest, "spin_kernel", {"_softmax_kernel"})
+    assert census.foreign == () and census.streams == (7,)
+    assert census.triton_share == pytest.approx(300 / 1200)
+    tc.check_streams(census)
+    cheat = honest + [_Event("_softmax_kernel", 13, 25, 300), _Event("Memcpy DtoD (Device -> Device)", 21, 30, 5)]
+    census = tc.stream_census(cheat, "spin_kernel", {"_softmax_kernel"})
+    assert len(census.foreign) == 2 and "stream 13" in census.foreign[0]
+    with pytest.raises(CandidateFailure) as info:
+        tc.check_streams(census)
+    assert info.value.rule == "side_stream" and "1 more" in info.value.message
+    with pytest.raises(tc.CensusUnavailable):
+        tc.stream_census(honest[1:], "spin_kernel", set())  # no marker: nothing was recorded
+
+
+def test_light_floor_counts_inputs_and_outputs_once():
+    x, y = torch.randn(1000, 250), torch.randn(250)
+    floor = tc.light_floor_ms([x, 3, y], [torch.empty(1000)], bandwidth_gbs=1000.0)
+    assert floor == pytest.approx((1000 * 250 + 250 + 1000) * 4 / 1e12 * 1e3)
+    assert tc.light_floor_ms([x], [], None) is None
+
+
+def test_median_ci_brackets_the_median_and_narrows_with_more_samples():
+    g = torch.Generator().manual_seed(0)
+    small = [float(v) for v in torch.randn(20, generator=g)]
+    large = [float(v) for v in torch.randn(2000, generator=g)]
+    for xs in (small, large):
+        lo, hi = tc.median_ci(xs)
+        med = sorted(xs)[len(xs) // 2]
+        assert lo <= med <= hi
+    assert tc.median_ci(large)[1] - tc.median_ci(large)[0] < tc.median_ci(small)[1] - tc.median_ci(small)[0]
