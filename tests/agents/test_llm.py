@@ -9,7 +9,6 @@ from tritonsmith.agents.base import GenerationRequest
 from tritonsmith.agents.llm import (
     LLMConfigurationError,
     LLMGenerator,
-    ModelUnavailableError,
     Pricing,
     chat_model_from_settings,
 )
@@ -123,7 +122,53 @@ def test_chat_model_from_settings_always_sets_timeout_and_retries():
         chat_model_from_settings(Settings())
 
 
-def test_unreachable_server_is_a_clear_error(request_):
+def test_unreachable_server_is_a_clear_fatal_model_error(request_):
     gen = LLMGenerator.from_settings(Settings(base_url="http://127.0.0.1:9/v1", llm_timeout_s=3.0, max_retries=0))
-    with pytest.raises(ModelUnavailableError, match=r"127\.0\.0\.1:9/v1 could not be reached"):
-        gen.generate(request_)
+    cand = gen.generate(request_)
+    assert cand.source is None and cand.model_error_fatal
+    assert "127.0.0.1:9/v1 could not be reached" in (cand.model_error or "")
+
+
+def test_an_exception_from_the_model_becomes_a_model_error_candidate(request_):
+    import httpx
+    import openai
+
+    req = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    err = openai.InternalServerError("boom", response=httpx.Response(503, request=req), body=None)
+    cand = LLMGenerator(ScriptedChatModel(script=[err])).generate(request_)
+    assert cand.source is None and not cand.model_error_fatal and "HTTP 503" in (cand.model_error or "")
+    with pytest.raises(ZeroDivisionError):  # our own bugs still raise
+        LLMGenerator(ScriptedChatModel(script=[ZeroDivisionError("bug")])).generate(request_)
+
+
+def test_refinement_continues_the_conversation_without_resending_examples(request_):
+    from dataclasses import replace
+
+    from tritonsmith.agents.base import Attempt
+    from tritonsmith.agents.prompts import EXAMPLES_DROPPED
+
+    from langchain_core.tools import StructuredTool
+
+    def lookup(query: str) -> str:
+        """Look something up.
+
+        Args:
+            query: what to look up.
+        """
+        return "HEAD\n" + "long line of documentation\n" * 400
+
+    first_req = replace(request_, examples=("# EXAMPLE_KERNEL\n" + "y = 2\n" * 300,), iterations_left=2)
+    model = ScriptedChatModel(script=[call_tool("lookup", query="softmax"), submit(CODE),
+                                      submit(CODE.replace("return x", "return x * 1"))])
+    gen = LLMGenerator(model, tools=[StructuredTool.from_function(lookup, parse_docstring=True)])
+    first = gen.generate(first_req)
+    assert "EXAMPLE_KERNEL" in model.seen[0][1].content
+    attempt = Attempt(iteration=1, source=first.source, result=None, feedback="status: wrong_output — off by one",
+                      reward=0.0, generator="llm")
+    gen.generate(replace(first_req, iteration=2, history=(attempt,), iterations_left=1))
+    convo = model.seen[2]
+    assert "EXAMPLE_KERNEL" not in str([m.content for m in convo]) and EXAMPLES_DROPPED in convo[1].content
+    looked_up = next(m for m in convo if isinstance(m, ToolMessage) and "HEAD" in m.content)
+    assert len(looked_up.content) < 1200 and "call the tool again" in looked_up.content  # kept, shrunk
+    assert isinstance(convo[-1], ToolMessage) and "verdict on your iteration 1" in convo[-1].content
+    assert "off by one" in convo[-1].content and "iterations left after this one: 1" in convo[-1].content

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from replay_server import replay  # noqa: F401 - the local OpenAI-compatible server fixture
 
 from tritonsmith.core.settings import ENV
 from tritonsmith.evaluator._evaluate import evaluate

@@ -23,6 +23,11 @@ def _last_human(model: ScriptedChatModel, call: int) -> str:
     return [m for m in model.seen[call] if isinstance(m, HumanMessage)][-1].content  # type: ignore[return-value]
 
 
+def _last_input(model: ScriptedChatModel, call: int) -> str:
+    """What the model read last before answering call ``call``: a user message or a tool result."""
+    return str(model.seen[call][-1].content)
+
+
 def test_success_on_first_try_records_tokens_and_streams_events(softmax_reference, softmax_candidate):
     model = ScriptedChatModel(script=[submit(softmax_candidate, notes="one row per program")])
     events: list[dict[str, Any]] = []
@@ -38,7 +43,7 @@ def test_success_on_first_try_records_tokens_and_streams_events(softmax_referenc
     evaluated = [e for e in events if e["event"] == "evaluated"]
     assert evaluated == [{"event": "evaluated", "iteration": 1, "generator": "llm", "status": "correct",
                           "message": "correct on 1 trials", "speedup": None, "reward": 0.5,
-                          "reward_basis": "unmeasured"}]
+                          "reward_basis": "unmeasured", "torch_ops": []}]
     assert any("reward 0.5" in n for n in result.notes)
     # the first prompt carries the problem, its analysis and the interpreter's facts
     first = _last_human(model, 0)
@@ -50,9 +55,12 @@ def test_wrong_kernel_is_fixed_on_refinement(softmax_reference, softmax_candidat
     result = optimize(softmax_reference, model=model, input_cost_per_mtok=2.0, output_cost_per_mtok=8.0, **RUN)
     assert [a.status for a in result.attempts] == ["wrong_output", "correct"]
     assert result.rewards == (0.0, 0.5) and result.best_iteration == 2
-    second = _last_human(model, 1)
-    assert "Your previous attempt (iteration 1, wrong_output)" in second
-    assert "first bad index" in second and "hint:" in second and "(tl.sum(num, axis=0) + 1.0)" in second
+    # refinement continues the model's conversation: its own wrong kernel is there, the verdict answers it
+    conversation = model.seen[1]
+    assert "(tl.sum(num, axis=0) + 1.0)" in str(conversation[-2].content) + str(conversation[-2].tool_calls)
+    verdict = _last_input(model, 1)
+    assert "The evaluator's verdict on your iteration 1 (wrong_output)" in verdict
+    assert "first bad index" in verdict and "iterations left after this one: 1" in verdict
     expected = (result.input_tokens * 2.0 + result.output_tokens * 8.0) / 1e6
     assert result.cost_usd == pytest.approx(expected)
 
@@ -61,7 +69,7 @@ def test_compile_error_is_fed_back(softmax_reference, softmax_candidate, syntax_
     model = ScriptedChatModel(script=[submit(syntax_error_candidate), submit(softmax_candidate)])
     result = optimize(softmax_reference, model=model, **RUN)
     assert [a.status for a in result.attempts] == ["compile_error", "correct"]
-    second = _last_human(model, 1)
+    second = _last_input(model, 1)
     assert "compile_error" in second and "SyntaxError" in second and "did not compile" in second
 
 
@@ -179,3 +187,57 @@ def test_only_attempts_that_will_be_refined_are_profiled(softmax_reference, soft
     assert [a["status"] for a in final["attempts"]] == ["correct"] * iterations
     assert len(calls) == profiled
     assert [bool(a.get("profile")) for a in final["attempts"]] == [True] * profiled + [False] * (iterations - profiled)
+
+
+def test_the_model_sees_the_loop_and_checks_a_draft_with_evaluate_kernel(softmax_reference, softmax_candidate,
+                                                                         wrong_candidate):
+    draft = call_tool("evaluate_kernel", candidate_source=wrong_candidate)
+    model = ScriptedChatModel(script=[draft, call_tool("evaluate_kernel", candidate_source=wrong_candidate),
+                                      call_tool("evaluate_kernel", candidate_source=wrong_candidate),
+                                      submit(softmax_candidate)])
+    result = optimize(softmax_reference, model=model, iterations=3, **RUN)
+    assert [a.status for a in result.attempts] == ["correct"]  # drafts are not attempts
+    first = _last_human(model, 0)
+    assert "iterations left after this one: 2" in first and "up to 4 round(s) of tool calls" in first
+    assert "the Triton CPU interpreter: correctness is checked, speed is not measured" in first
+    assert "`evaluate_kernel` checks a draft" in first
+    checked = _last_input(model, 1)
+    assert "status: wrong_output" in checked and "draft check 1: one trial; 1 draft check(s) left" in checked
+    assert "(3 tool round(s) left before you must submit)" in checked
+    assert "evaluate_kernel is spent (2 drafts per iteration)" in _last_input(model, 3)
+
+
+def test_a_conversation_over_the_token_budget_restarts_with_a_fresh_prompt(softmax_reference, softmax_candidate,
+                                                                            wrong_candidate):
+    model = ScriptedChatModel(script=[submit(wrong_candidate), submit(softmax_candidate)])
+    result = optimize(softmax_reference, model=model, llm_context_tokens=1000, **RUN)
+    assert [a.status for a in result.attempts] == ["wrong_output", "correct"]
+    second = model.seen[1]
+    assert len(second) == 2 and "Your previous attempt (iteration 1, wrong_output)" in second[1].content
+
+
+def test_every_tool_argument_has_a_description(softmax_reference):
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from tritonsmith.agents._llm_tools import default_toolkit, kernel_search_tool, submit_kernel
+    from tritonsmith.agents.base import GenerationRequest
+    from tritonsmith.tools.ports import MemoryStore, default_profiler
+
+    request = GenerationRequest(problem=Problem.from_file(softmax_reference), iteration=1, device="cpu")
+    toolkit = default_toolkit(store=MemoryStore(InMemoryKernelMemory()), profiler=default_profiler(),
+                              evaluate=evaluate, eval_settings={})
+    tools = [*toolkit(request), submit_kernel, kernel_search_tool(MemoryStore(InMemoryKernelMemory()))]
+    assert {t.name for t in tools} >= {"kernel_search", "profile_kernel", "search_web", "evaluate_kernel",
+                                       "submit_kernel"}
+    for t in tools:
+        fn = convert_to_openai_tool(t)["function"]
+        assert fn["description"] and "Args:" not in fn["description"], t.name
+        for name, prop in fn["parameters"]["properties"].items():
+            assert prop.get("description"), f"{t.name}.{name} has no description"
+
+
+def test_a_scaled_run_tells_the_model_the_sizes_it_is_evaluated_at(softmax_reference, softmax_candidate):
+    model = ScriptedChatModel(script=[submit(softmax_candidate)])
+    result = optimize(softmax_reference, model=model, scale=True, **RUN)
+    assert result.ok
+    assert "evaluated at reduced sizes: shapes scaled down from the original problem" in _last_human(model, 0)

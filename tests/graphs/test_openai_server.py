@@ -7,107 +7,19 @@ real by the Triton interpreter.
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
+from replay_server import tool_call
 
 from tritonsmith.graphs import optimize
 from tritonsmith.memory import InMemoryKernelMemory
 
 
-class ReplayServer:
-    """Answers POST /v1/chat/completions with the next scripted message (JSON or server-sent events)."""
-
-    def __init__(self, script: list[dict[str, Any]]) -> None:
-        self.script = list(script)
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                server.requests.append(body)
-                server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                if not self.path.endswith("/chat/completions") or not server.script:
-                    self.send_error(404 if server.script else 500, "no scripted response")
-                    return
-                message = server.script.pop(0)
-                if body.get("stream"):
-                    self._stream(body, message)
-                else:
-                    self._json(body, message)
-
-            def _json(self, body: dict[str, Any], message: dict[str, Any]) -> None:
-                payload = json.dumps(_completion(body, message)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def _stream(self, body: dict[str, Any], message: dict[str, Any]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                chunk = _completion(body, message)
-                chunk["object"] = "chat.completion.chunk"
-                delta = dict(message, role="assistant")
-                for i, call in enumerate(delta.get("tool_calls", [])):
-                    call["index"] = i
-                chunk["choices"] = [{"index": 0, "delta": delta, "finish_reason": chunk["choices"][0]["finish_reason"]}]
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-
-def _completion(body: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-    finish = "tool_calls" if message.get("tool_calls") else "stop"
-    return {"id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion", "created": int(time.time()),
-            "model": body["model"], "choices": [{"index": 0, "message": {"role": "assistant", **message},
-                                                 "finish_reason": finish}],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 200, "total_tokens": 1200}}
-
-
-def _tool_call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
-    return {"content": None, "tool_calls": [{"id": call_id, "type": "function",
-                                             "function": {"name": name, "arguments": json.dumps(args)}}]}
-
-
-@pytest.fixture
-def replay() -> Iterator[Any]:
-    servers: list[ReplayServer] = []
-
-    def start(script: list[dict[str, Any]]) -> ReplayServer:
-        server = ReplayServer(script)
-        server.thread.start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.httpd.shutdown()
-        server.httpd.server_close()
-
-
 def test_optimize_through_chat_openai_and_a_local_server(replay, softmax_reference, softmax_candidate,
                                                          wrong_candidate, monkeypatch):
     server = replay([
-        _tool_call("kernel_search", {"query": "row softmax", "k": 2}, "call_a"),
-        _tool_call("submit_kernel", {"source": wrong_candidate, "notes": "first try"}, "call_b"),
+        tool_call("kernel_search", {"query": "row softmax", "k": 2}, "call_a"),
+        tool_call("submit_kernel", {"source": wrong_candidate, "notes": "first try"}, "call_b"),
         {"content": f"The sum was off by one. Fixed:\n```python\n{softmax_candidate}```"},
     ])
     monkeypatch.setenv("TRITONSMITH_API_KEY", "sk-local-test")
@@ -129,3 +41,20 @@ def test_optimize_through_chat_openai_and_a_local_server(replay, softmax_referen
     assert "no verified kernel" in tool_reply["content"]  # the memory was empty: said so, not an error
     feedback = refine["messages"][-1]["content"]
     assert "wrong_output" in feedback and "first bad index" in feedback
+
+
+def test_record_writes_every_request_and_reply(replay, softmax_reference, softmax_candidate, wrong_candidate,
+                                               tmp_path):
+    from tritonsmith.agents._record import load_transcript
+
+    server = replay([tool_call("submit_kernel", {"source": wrong_candidate}, "c1"),
+                     {"_status": 500, "_body": {"error": {"message": "overloaded"}}},
+                     tool_call("submit_kernel", {"source": softmax_candidate}, "c2")])
+    result = optimize(softmax_reference, model="m", base_url=server.base_url, api_key="sk-secret", device="cpu",
+                      trials=1, memory=False, max_retries=0, record_dir=str(tmp_path / "rec"), llm_timeout_s=30.0)
+    assert [a.status for a in result.attempts] == ["wrong_output", "model_error", "correct"]
+    exchanges = load_transcript(tmp_path / "rec" / "transcript.json")
+    assert [e["reply"]["status"] for e in exchanges] == [200, 500, 200]
+    assert [e["request"]["messages"] for e in exchanges] == [r["messages"] for r in server.requests]
+    assert exchanges[0]["reply"]["body"]["choices"][0]["message"]["tool_calls"][0]["id"] == "c1"
+    assert "sk-secret" not in (tmp_path / "rec" / "transcript.json").read_text()

@@ -56,3 +56,28 @@ def test_device_classes() -> None:
     assert device_class("NVIDIA A100-SXM4-80GB") == "ampere"
     assert device_class("CPU (Triton interpreter, x86_64)") == "cpu"
     assert device_class("Some Future GPU 9") == "some-future-gpu-9"
+
+
+def test_hybrid_kernels_are_marked_and_never_offered_as_pure_triton_examples(memory) -> None:
+    from tritonsmith.memory import SearchFilters
+    from tritonsmith.core.results import ChecksReport, TorchOpUse
+    from tritonsmith.tools.kernel_search import search_kernels
+
+    problem = Problem.from_source(PROBLEMS["softmax"], name="softmax")
+    checks = ChecksReport(policy="hybrid", torch_ops=(TorchOpUse(op="logsumexp", origin="runtime"),))
+    hybrid_result = EvalResult(status=EvalStatus.CORRECT, message="ok", problem="p", device="cpu", device_name="CPU",
+                               tolerance="kernelbench", checks=checks)
+    hybrid = record_from_eval(problem, kernel_text("hybrid"), hybrid_result)
+    assert hybrid.evaluation.torch_ops == ("logsumexp",) and hybrid.evaluation.hybrid
+    assert hybrid.metadata()["hybrid"] is True
+    assert KernelRecord.from_json(hybrid.to_json()) == hybrid
+    memory.add(hybrid)
+    assert memory.search(problem, k=3)  # kernel_search still finds it, labelled
+    labelled = search_kernels(problem=problem, k=3, memory=memory)
+    assert "hybrid kernel: torch computes: logsumexp" in labelled.to_prompt()
+    pure_only = search_kernels(problem=problem, k=3, memory=memory, filters=SearchFilters(pure_triton_only=True))
+    assert pure_only.status == "empty"
+    pure = record_from_eval(problem, kernel_text("pure"), _result(EvalStatus.CORRECT, "cpu", "CPU"))
+    memory.add(pure)
+    found = search_kernels(problem=problem, k=3, memory=memory, filters=SearchFilters(pure_triton_only=True))
+    assert [e.id for e in found.examples] == [pure.id]

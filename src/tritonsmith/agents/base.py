@@ -23,6 +23,8 @@ class GenerationRequest:
     analysis: str = ""
     device: str = "cuda"
     start_from: str | None = None
+    policy: str = "hybrid"
+    iterations_left: int | None = None  # iterations the run has after this one (None: not known)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +43,8 @@ class Candidate:
     variant: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     exhausted: bool = False
+    model_error: str | None = None  # the chat model failed (HTTP error, timeout, malformed reply): what happened
+    model_error_fatal: bool = False  # retrying cannot help (bad key, unknown model, unreachable server)
 
 
 @runtime_checkable

@@ -8,7 +8,10 @@ bounded number of rounds, and submits a candidate through the ``submit_kernel`` 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,10 +19,18 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 
-from tritonsmith.agents._llm_tools import SUBMIT_TOOL_NAME, submit_kernel
+from tritonsmith.agents._llm_tools import EVALUATE_TOOL_NAME, SUBMIT_TOOL_NAME, submit_kernel
 from tritonsmith.agents._parse import extract_code, source_from_tool_args, text_of
 from tritonsmith.agents.base import Candidate, GenerationRequest, TokenUsage
-from tritonsmith.agents.prompts import NO_CODE_FEEDBACK, SYSTEM_PROMPT, TOOL_BUDGET_SPENT, render_request
+from tritonsmith.agents.prompts import (
+    EXAMPLES_DROPPED,
+    NO_CODE_FEEDBACK,
+    SYSTEM_PROMPT,
+    TOOL_BUDGET_SPENT,
+    render_followup,
+    render_request,
+    render_system,
+)
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -40,7 +51,16 @@ class LLMConfigurationError(ValueError):
 
 
 class ModelUnavailableError(RuntimeError):
-    """The model server could not be reached, or refused the request (key, model name, rate limit)."""
+    """The model server could not be reached, or refused the request (key, model name, rate limit).
+
+    ``fatal``: retrying cannot help (bad key, unknown model, unreachable server); ``context_length``: the
+    prompt was too long for the model (a shorter prompt may pass).
+    """
+
+    def __init__(self, message: str, *, fatal: bool = False, context_length: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+        self.context_length = context_length
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +82,8 @@ def pricing_from(settings: Settings) -> Pricing | None:
 
 
 def chat_model_from_settings(settings: Settings) -> BaseChatModel:
-    """A ``ChatOpenAI`` for ``settings`` (model, base_url, key), with its timeout and retry limit set.
+    """A ``ChatOpenAI`` for ``settings`` (model, base_url, key), with its timeout and retry limit set; with
+    ``record_dir``, every exchange with the server is recorded there (``transcript.json``).
 
     Raises :class:`LLMConfigurationError` when neither a key nor a server URL is configured.
     """
@@ -80,6 +101,10 @@ def chat_model_from_settings(settings: Settings) -> BaseChatModel:
         kwargs["base_url"] = settings.base_url
     if settings.temperature is not None:
         kwargs["temperature"] = settings.temperature
+    if settings.record_dir:
+        from tritonsmith.agents._record import recording_client
+
+        kwargs["http_client"] = recording_client(settings.record_dir, timeout_s=settings.llm_timeout_s)
     return ChatOpenAI(**kwargs)
 
 
@@ -94,13 +119,16 @@ class LLMGenerator:
         max_no_code_replies: answers without code tolerated (each fed back) before giving up on a candidate.
         pricing: prices per million tokens; without it, a cost the server reports is used, else None.
         server: where the model lives, for error messages.
+        context_tokens: refinement continues the model's own conversation (the evaluator's verdict answers
+            its ``submit_kernel`` call) while the conversation stays under this many tokens (estimated as
+            characters / 4); past it, a fresh prompt with the findings so far starts a new one.
     """
 
     name = "llm"
 
     def __init__(self, model: BaseChatModel, *, tools: Sequence[BaseTool] = (), toolkit: Toolkit | None = None,
                  max_tool_rounds: int = 4, max_no_code_replies: int = 2, pricing: Pricing | None = None,
-                 system_prompt: str = SYSTEM_PROMPT, server: str | None = None) -> None:
+                 system_prompt: str = SYSTEM_PROMPT, server: str | None = None, context_tokens: int = 32000) -> None:
         if max_tool_rounds < 0 or max_no_code_replies < 0:
             raise ValueError("max_tool_rounds and max_no_code_replies must be >= 0")
         self.model = model
@@ -111,20 +139,39 @@ class LLMGenerator:
         self.pricing = pricing
         self.system_prompt = system_prompt
         self.server = server or getattr(model, "openai_api_base", None) or _model_label(model)
+        self.context_tokens = context_tokens
+        self._conversations: dict[str, _Conversation] = {}  # per problem: what the model said up to its submission
+        self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings, **kwargs: Any) -> LLMGenerator:
         kwargs.setdefault("max_tool_rounds", settings.max_tool_rounds)
         kwargs.setdefault("pricing", pricing_from(settings))
         kwargs.setdefault("server", settings.base_url or "api.openai.com")
+        kwargs.setdefault("context_tokens", settings.llm_context_tokens)
         return cls(chat_model_from_settings(settings), **kwargs)
 
     def generate(self, request: GenerationRequest) -> Candidate:
+        """One candidate. A failing chat model gives a candidate without code whose ``model_error`` says why;
+        a prompt over the model's context length is shortened (no examples, short history) and sent once more."""
+        meter = _UsageMeter(self.pricing)
+        try:
+            return self._converse(request, meter, compact=False)
+        except ModelUnavailableError as exc:
+            if not exc.context_length:
+                return _model_error(exc, meter)
+            log.warning("the prompt exceeded the model's context length: retrying once with a shorter prompt")
+        try:
+            return self._converse(request, meter, compact=True)
+        except ModelUnavailableError as exc:
+            return _model_error(exc, meter, after="a shortened prompt (no examples, short history) was also too "
+                                "long; " if exc.context_length else "after shortening the prompt: ")
+
+    def _converse(self, request: GenerationRequest, meter: _UsageMeter, *, compact: bool) -> Candidate:
         tools = [*self.tools, *(self.toolkit(request) if self.toolkit else ())]
         by_name = {t.name: t for t in tools}
         with_tools, submit_only = self._bind([*tools, submit_kernel]), self._bind([submit_kernel])
-        messages: list[BaseMessage] = [SystemMessage(self.system_prompt), HumanMessage(render_request(request))]
-        meter = _UsageMeter(self.pricing)
+        messages = self._opening(request, compact=compact, evaluate_tool=EVALUATE_TOOL_NAME in by_name)
         rounds = no_code = 0
         while True:
             reply = self._invoke(with_tools if rounds < self.max_tool_rounds else submit_only, messages)
@@ -132,12 +179,16 @@ class LLMGenerator:
             messages.append(reply)
             source, problem = _submission(reply)
             if source is not None:
+                self._keep(request, messages, source)
                 note = f"submitted after {rounds} tool round(s)" + (f"; {problem}" if problem else "")
                 return Candidate(source=source, note=note, usage=meter.total())
             calls = [c for c in reply.tool_calls if c["name"] != SUBMIT_TOOL_NAME]
             if calls and rounds < self.max_tool_rounds and problem is None:
                 rounds += 1
-                messages.extend(self._run_tools(calls, by_name))
+                results = self._run_tools(calls, by_name)
+                left = self.max_tool_rounds - rounds
+                results[-1].content = f"{results[-1].content}\n\n({left} tool round(s) left before you must submit)"
+                messages.extend(results)
                 if rounds == self.max_tool_rounds:
                     messages.append(HumanMessage(TOOL_BUDGET_SPENT))
                 continue
@@ -148,6 +199,41 @@ class LLMGenerator:
             messages.extend(_decline(reply, "not run: submit your kernel now"))
             messages.append(HumanMessage(f"{problem}\n\n{NO_CODE_FEEDBACK}" if problem else NO_CODE_FEEDBACK))
 
+    # -- the conversation ---------------------------------------------------------------------
+    def _opening(self, request: GenerationRequest, *, compact: bool, evaluate_tool: bool) -> list[BaseMessage]:
+        """The model's own conversation with the verdict on its last submission, or a fresh prompt."""
+        facts = {"tool_rounds": self.max_tool_rounds, "evaluate_tool": evaluate_tool}
+        previous = None if compact else self._conversation(request)
+        if previous is not None:
+            messages = [*previous.messages, *previous.answer(render_followup(request, **facts))]
+            if _estimate_tokens(messages) <= self.context_tokens:
+                return messages
+            log.info("the conversation is over %d tokens: starting a fresh prompt", self.context_tokens)
+        return [SystemMessage(render_system(request, self.system_prompt)),
+                HumanMessage(render_request(request, compact=compact, **facts))]
+
+    def _conversation(self, request: GenerationRequest) -> _Conversation | None:
+        """The conversation that produced the last attempt of ``request``'s history, if this model had it."""
+        last = request.history[-1] if request.history else None
+        with self._lock:
+            conv = self._conversations.get(_problem_key(request))
+        if conv is None or last is None or last.source is None or last.source.strip() != conv.source.strip():
+            return None
+        return conv
+
+    def _keep(self, request: GenerationRequest, messages: list[BaseMessage], source: str) -> None:
+        """Keep the conversation for the next iteration, lighter: the retrieved examples leave the opening
+        message (sent once) and long tool results shrink to their head (the model can call again)."""
+        kept: list[BaseMessage] = list(messages)
+        if request.examples and not request.history and len(kept) > 1 and isinstance(kept[1], HumanMessage):
+            lighter = dataclasses.replace(request, examples=())
+            kept[1] = HumanMessage(render_request(lighter, tool_rounds=self.max_tool_rounds,
+                                                  evaluate_tool=EVALUATE_TOOL_NAME in text_of(kept[1].content))
+                                   + "\n\n" + EXAMPLES_DROPPED)
+        kept = [_shrunk(m) if isinstance(m, ToolMessage) else m for m in kept]
+        with self._lock:
+            self._conversations[_problem_key(request)] = _Conversation(messages=kept, source=source)
+
     # -- helpers ------------------------------------------------------------------------------
     def _bind(self, tools: Sequence[BaseTool]) -> Any:
         try:
@@ -157,13 +243,19 @@ class LLMGenerator:
             return self.model
 
     def _invoke(self, runnable: Any, messages: list[BaseMessage]) -> AIMessage:
+        from pydantic import ValidationError
+
         errors = _provider_errors()
         try:
             reply = runnable.invoke(messages)
-        except errors as exc:  # only the client's network/auth/status errors: a clear, actionable message
-            raise ModelUnavailableError(_explain(exc, self.server, _model_label(self.model))) from exc
+        except errors as exc:  # the client's network/auth/status errors: a clear, actionable message
+            raise ModelUnavailableError(_explain(exc, self.server, _model_label(self.model)), fatal=_fatal(exc),
+                                        context_length=_context_length(exc)) from exc
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:  # a reply the client could not parse
+            raise ModelUnavailableError(f"the model server {self.server} sent a malformed reply: "
+                                        f"{type(exc).__name__}: {str(exc)[:300]}") from exc
         if not isinstance(reply, AIMessage):
-            raise TypeError(f"the chat model returned {type(reply).__name__}, not an AIMessage")
+            raise ModelUnavailableError(f"the chat model returned {type(reply).__name__}, not an AIMessage")
         return reply
 
     def _run_tools(self, calls: Sequence[dict[str, Any]], by_name: dict[str, BaseTool]) -> list[ToolMessage]:
@@ -187,6 +279,54 @@ class LLMGenerator:
         return out
 
 
+@dataclass(frozen=True)
+class _Conversation:
+    """A conversation up to the model's submission of ``source``."""
+
+    messages: list[BaseMessage]
+    source: str
+
+    def answer(self, verdict: str) -> list[BaseMessage]:
+        """The verdict as the answer to the submitting reply: its tool calls' results, or a user message."""
+        reply = self.messages[-1]
+        calls = [*getattr(reply, "tool_calls", []), *getattr(reply, "invalid_tool_calls", [])]
+        ids = [(c.get("id"), c.get("name")) for c in calls if c.get("id")]
+        if not ids:
+            return [HumanMessage(verdict)]
+        return [ToolMessage(verdict if name == SUBMIT_TOOL_NAME else "not run: you submitted in the same answer",
+                            tool_call_id=i) for i, name in ids]
+
+
+_KEPT_TOOL_CHARS = 800  # a tool result kept for later iterations: its head, enough to recall what it said
+
+
+def _shrunk(message: ToolMessage) -> ToolMessage:
+    text = text_of(message.content)
+    if len(text) <= _KEPT_TOOL_CHARS:
+        return message
+    head = text[:_KEPT_TOOL_CHARS].rsplit("\n", 1)[0]
+    return message.model_copy(update={"content": f"{head}\n... ({len(text) - len(head)} characters dropped from the "
+                                                 "conversation: call the tool again to see them)"})
+
+
+def _problem_key(request: GenerationRequest) -> str:
+    return hashlib.sha256(f"{request.problem.name}\0{request.problem.source}".encode()).hexdigest()[:16]
+
+
+def _estimate_tokens(messages: Sequence[BaseMessage]) -> int:
+    """Characters / 4 over contents and tool-call arguments (no tokenizer offline; close for code and English)."""
+    chars = 0
+    for m in messages:
+        chars += len(text_of(m.content)) + sum(len(str(c.get("args", ""))) for c in getattr(m, "tool_calls", []))
+    return chars // 4
+
+
+def _model_error(exc: ModelUnavailableError, meter: _UsageMeter, after: str = "") -> Candidate:
+    log.warning("model error: %s%s", after, exc)
+    return Candidate(source=None, note=f"model error: {after}{exc}", usage=meter.total(),
+                     model_error=f"{after}{exc}", model_error_fatal=exc.fatal)
+
+
 def _submission(reply: AIMessage) -> tuple[str | None, str | None]:
     """(source, problem): the submitted code, or what was wrong with the submission."""
     for call in reply.tool_calls:
@@ -195,7 +335,7 @@ def _submission(reply: AIMessage) -> tuple[str | None, str | None]:
             if source:
                 notes = call["args"].get("notes") if isinstance(call["args"], dict) else None
                 return source, (notes or None)
-            return None, "Your submit_kernel call had no `source` argument with the file in it."
+            return None, "Your submit_kernel call had no `source` argument with the file in it (or it was empty)."
     for bad in reply.invalid_tool_calls:
         if bad.get("name") == SUBMIT_TOOL_NAME:
             source = source_from_tool_args(bad.get("args") or "")
@@ -240,12 +380,35 @@ class _UsageMeter:
 
 
 def _provider_errors() -> tuple[type[BaseException], ...]:
+    """Every error of the OpenAI client: HTTP 4xx/5xx, timeouts, unreachable servers, unparseable replies."""
     try:
         import openai
     except ImportError:  # pragma: no cover - langchain-openai depends on it
         return ()
-    return (openai.APIConnectionError, openai.AuthenticationError, openai.PermissionDeniedError,
-            openai.NotFoundError, openai.RateLimitError, openai.InternalServerError)
+    return (openai.APIError,)
+
+
+_CONTEXT_MARKERS = ("context_length_exceeded", "context length", "context window", "maximum context",
+                    "too many tokens", "prompt is too long", "reduce the length")
+
+
+def _context_length(exc: BaseException) -> bool:
+    """Whether the server refused the request because the prompt is longer than the model's context."""
+    import openai
+
+    if not isinstance(exc, (openai.BadRequestError, openai.UnprocessableEntityError)):
+        return False
+    text = f"{getattr(exc, 'code', '') or ''} {exc}".lower()
+    return any(m in text for m in _CONTEXT_MARKERS)
+
+
+def _fatal(exc: BaseException) -> bool:
+    """Errors another request cannot fix: bad key, no permission, unknown model, unreachable server."""
+    import openai
+
+    unreachable = isinstance(exc, openai.APIConnectionError) and not isinstance(exc, openai.APITimeoutError)
+    return unreachable or isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError,
+                                           openai.NotFoundError))
 
 
 def _explain(exc: BaseException, server: str, model: str) -> str:
@@ -261,9 +424,18 @@ def _explain(exc: BaseException, server: str, model: str) -> str:
         what = f"does not know the model {model!r} (check --model)"
     elif isinstance(exc, openai.RateLimitError):
         what = "rate-limited the request (after the configured retries)"
+    elif _context_length(exc):
+        what = "refused the prompt as longer than the model's context length"
+    elif isinstance(exc, openai.InternalServerError):
+        what = f"failed with HTTP {exc.status_code} (after the configured retries)"
+    elif isinstance(exc, openai.APIStatusError):
+        what = f"refused the request (HTTP {exc.status_code})"
+    elif isinstance(exc, openai.APIResponseValidationError):
+        what = "sent a reply that is not a valid chat completion"
     else:
         what = "refused the request"
-    return f"the model server {server} {what}: {type(exc).__name__}: {exc}"
+    code = getattr(exc, "code", None)
+    return f"the model server {server} {what}: {type(exc).__name__}{f' [{code}]' if code else ''}: {exc}"
 
 
 def _model_label(model: Any) -> str:

@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tritonsmith.agents.base import Attempt, GenerationRequest
+from tritonsmith.core.contract import contract_text
 
 __all__ = [
     "HARDWARE_FACTS",
+    "EXAMPLES_DROPPED",
+    "FOLLOWUP_PROMPT",
     "HISTORY_LINE",
+    "LOOP_PROMPT",
     "NO_CODE_FEEDBACK",
     "PROBLEM_PROMPT",
     "REFINE_PROMPT",
@@ -22,7 +26,10 @@ __all__ = [
     "SYSTEM_PROMPT",
     "TOOL_BUDGET_SPENT",
     "hardware_facts",
+    "loop_facts",
+    "render_followup",
     "render_request",
+    "render_system",
     "trim",
 ]
 
@@ -34,9 +41,11 @@ A candidate is one self-contained Python file that:
 - imports torch, torch.nn as nn, triton and triton.language as tl;
 - defines `class ModelNew(nn.Module)` taking the same constructor arguments as the reference `Model` \
 (and holding the same parameters, under the same names, when `Model` has any);
-- computes `forward` with one or more `@triton.jit` kernels; torch may only allocate outputs, reshape \
-or view: the arithmetic must happen in Triton;
+- computes `forward` with one or more `@triton.jit` kernels launched from `forward`;
 - returns outputs with the reference's shapes and dtypes, within tolerance (fp32: 1e-4, half: 1e-2).
+
+## What the evaluator accepts
+{contract}
 
 Write kernels the Triton way: one program per tile, masks on every load/store at the edges, \
 `tl.constexpr` block sizes that are powers of two, fp32 accumulation, `num_warps` chosen for the tile.
@@ -93,6 +102,31 @@ Write the next candidate: fix the failure above first; if it was correct, make i
 
 HISTORY_LINE = "- iteration {iteration} ({generator}): {status}: {message}"
 
+EXAMPLES_DROPPED = ("(The verified kernels retrieved from memory were shown in your first request; "
+                    "`kernel_search` finds them again.)")
+
+LOOP_PROMPT = """\
+## This run
+- iterations left after this one: {left}{last}
+- tools: up to {rounds} round(s) of tool calls before you must submit{evaluate}
+- device: {device}"""
+
+LOOP_DEVICE = {
+    "cpu": ("the Triton CPU interpreter: correctness is checked, speed is not measured, and the first correct "
+            "kernel ends the run, so make it correct first"),
+    "cuda": ("a CUDA GPU: every correct kernel is timed against torch.compile (reward = s / (1 + s) for a speedup "
+             "s); the run keeps the fastest correct kernel"),
+}
+
+FOLLOWUP_PROMPT = """\
+## The evaluator's verdict on your iteration {iteration} ({status})
+{feedback}
+{best}
+{loop}
+
+Write the next candidate: fix the failure above first; if it was correct, make it faster. Submit the complete \
+file."""
+
 NO_CODE_FEEDBACK = """\
 Your answer contained no code. Submit the complete candidate file now: call `submit_kernel` with it, \
 or reply with a single ```python fenced block holding the whole file (with `class ModelNew`)."""
@@ -101,7 +135,9 @@ TOOL_BUDGET_SPENT = """\
 You have used all your tool rounds. Submit the complete candidate now through `submit_kernel` (or one \
 ```python fenced block)."""
 
-_LIMITS = {"source": 12000, "feedback": 3000, "example": 4000, "message": 200}
+_LIMITS = {"source": 12000, "feedback": 3000, "example": 4000, "examples": 6000, "message": 200}
+# After a context-length refusal: no retrieved examples, the last attempt only, shorter texts.
+_COMPACT_LIMITS = {"source": 6000, "feedback": 1200, "example": 0, "examples": 0, "message": 120}
 
 
 def trim(text: str, limit: int) -> str:
@@ -114,40 +150,86 @@ def trim(text: str, limit: int) -> str:
     return f"{text[:head]}\n... ({len(text) - head - tail} characters trimmed) ...\n{text[-tail:]}"
 
 
+def render_system(request: GenerationRequest, template: str = SYSTEM_PROMPT) -> str:
+    """The system message: ``template`` with the contract of the policy in force filled in."""
+    return template.replace("{contract}", contract_text(request.policy))
+
+
 def hardware_facts(device: str) -> str:
     return HARDWARE_FACTS["cpu" if device == "cpu" else "cuda"]
 
 
-def render_request(request: GenerationRequest) -> str:
-    """The user message for one generation: problem, hardware, memory, user kernel, findings so far."""
+def render_request(request: GenerationRequest, *, compact: bool = False, tool_rounds: int | None = None,
+                   evaluate_tool: bool = False) -> str:
+    """The user message of a fresh conversation: problem, hardware, memory, user kernel, findings so far,
+    and where the run stands (iterations left, tool rounds, device).
+
+    Retrieved examples are sent once, in the first iteration, within ``_LIMITS["examples"]`` characters.
+    ``compact`` (after the model refused a prompt as too long): no examples, only the last attempt,
+    shorter code and feedback.
+    """
+    limits = _COMPACT_LIMITS if compact else _LIMITS
     p = request.problem
-    parts = [PROBLEM_PROMPT.format(name=p.name, source=trim(p.source, _LIMITS["source"]),
+    parts = [PROBLEM_PROMPT.format(name=p.name, source=trim(p.source, limits["source"]),
                                    analysis=request.analysis.strip() or "(no analysis available)"),
              "## Hardware\n" + hardware_facts(request.device)]
-    if request.examples:
-        kernels = "\n\n".join(f"```python\n{trim(e, _LIMITS['example'])}\n```" for e in request.examples[:3])
-        parts.append(RETRIEVED_PROMPT.format(kernels=kernels))
+    if request.examples and not request.history and limits["examples"]:
+        parts.append(RETRIEVED_PROMPT.format(kernels=_examples(request.examples, limits)))
     if request.start_from and not request.history:
-        parts.append(START_FROM_PROMPT.format(source=trim(request.start_from, _LIMITS["source"])))
+        parts.append(START_FROM_PROMPT.format(source=trim(request.start_from, limits["source"])))
     if request.history:
-        parts.append(_render_history(request.history))
+        parts.append(_render_history(request.history[-1:] if compact else request.history, limits))
+    parts.append(loop_facts(request, tool_rounds=tool_rounds, evaluate_tool=evaluate_tool))
     return "\n\n".join(parts)
 
 
-def _render_history(history: Sequence[Attempt]) -> str:
+def render_followup(request: GenerationRequest, *, tool_rounds: int | None = None, evaluate_tool: bool = False) -> str:
+    """What continues the model's own conversation: the verdict on the candidate it submitted last, the best
+    so far, and where the run stands (its code and earlier tool results are already in the conversation)."""
+    last = request.history[-1]
+    best = _best_line(request.history)
+    return FOLLOWUP_PROMPT.format(iteration=last.iteration, status=_status(last),
+                                  feedback=trim(last.feedback, _LIMITS["feedback"]), best=best,
+                                  loop=loop_facts(request, tool_rounds=tool_rounds, evaluate_tool=evaluate_tool))
+
+
+def loop_facts(request: GenerationRequest, *, tool_rounds: int | None = None, evaluate_tool: bool = False) -> str:
+    """Where the run stands: iterations left, the tool budget, the device and whether speed is measured."""
+    left = request.iterations_left
+    return LOOP_PROMPT.format(
+        left="unknown" if left is None else left, last=" (this is the last one: submit your best)" if left == 0 else "",
+        rounds="several" if tool_rounds is None else tool_rounds,
+        evaluate="; `evaluate_kernel` checks a draft on one trial (it spends a round)" if evaluate_tool else "",
+        device=LOOP_DEVICE["cpu" if request.device == "cpu" else "cuda"])
+
+
+def _examples(examples: Sequence[str], limits: dict[str, int]) -> str:
+    """The retrieved kernels, best first, each within ``example`` and all within ``examples`` characters."""
+    out: list[str] = []
+    room = limits["examples"]
+    for e in examples[:3]:
+        if room < 400:
+            break
+        text = trim(e, min(limits["example"], room))
+        out.append(f"```python\n{text}\n```")
+        room -= len(text)
+    return "\n\n".join(out)
+
+
+def _render_history(history: Sequence[Attempt], limits: dict[str, int] = _LIMITS) -> str:
     last = history[-1]
     earlier = [HISTORY_LINE.format(iteration=a.iteration, generator=a.generator or "?", status=_status(a),
-                                   message=trim(_message(a), _LIMITS["message"])) for a in history[:-1]]
+                                   message=trim(_message(a), limits["message"])) for a in history[:-1]]
     best = _best_line(history)
     text = ""
     if earlier:
         text = "## Earlier attempts\n" + "\n".join(earlier) + "\n\n"
     if last.source is None:
-        return text + f"## Your previous answer (iteration {last.iteration})\n{trim(last.feedback, _LIMITS['feedback'])}"
+        return text + f"## Your previous answer (iteration {last.iteration})\n{trim(last.feedback, limits['feedback'])}"
     who = "The user's kernel" if last.generator == "user" else "Your previous attempt"
     return text + REFINE_PROMPT.format(
-        who=who, iteration=last.iteration, status=_status(last), source=trim(last.source, _LIMITS["source"]),
-        feedback=trim(last.feedback, _LIMITS["feedback"]),
+        who=who, iteration=last.iteration, status=_status(last), source=trim(last.source, limits["source"]),
+        feedback=trim(last.feedback, limits["feedback"]),
         best=f"\n{best}\n" if best else "")
 
 

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["optimize_command", "write_outputs"]
 
 _STATUS_COLOUR = {"correct": "green", "wrong_output": "red", "compile_error": "red", "runtime_error": "red",
-                  "timeout": "yellow", "crashed": "red", "rejected": "magenta", "no_code": "yellow"}
+                  "timeout": "yellow", "crashed": "red", "rejected": "magenta", "no_code": "yellow",
+                  "model_error": "red", "error": "red"}
 
 EPILOG = ("Example: tritonsmith optimize example:softmax_reference.py --device cpu --out tritonsmith-out/softmax. "
           "Results in --out: the kernel as verified (NAME_triton.py), a copy of its reference, check_NAME.py "
@@ -54,6 +55,10 @@ def optimize_command(
     memory: Annotated[bool, typer.Option("--memory/--no-memory", help="Read and store verified kernels in the "
                                          "kernel memory ($TRITONSMITH_MEMORY_DIR, else ~/.local/share/tritonsmith/"
                                          "memory).")] = True,
+    record: Annotated[Path | None, typer.Option(help="Record every model request and reply in DIR/transcript.json "
+                                                     "(replayable in tests).")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run saved in --out (interrupted, ended by "
+                                                         "the model server, or with iterations left).")] = False,
 ) -> None:
     """Turn a PyTorch reference into a verified Triton kernel: generate, evaluate, profile, refine."""
     console = make_console()
@@ -65,6 +70,8 @@ def optimize_command(
     layer = {k: v for k, v in layer.items() if v is not None}
     if not memory:
         layer["use_memory"] = False
+    if record is not None:
+        layer["record_dir"] = str(record)
     settings = _settings(layer)
     from tritonsmith.core.problem import Problem, ProblemError
 
@@ -87,7 +94,7 @@ def optimize_command(
             raise typer.Exit(INTERRUPTED_EXIT) from None
         for line in check.lines:
             console.print(line)
-        result = _run(console, ref_path, layer, kernel, target)
+        result = _run(console, ref_path, layer, kernel, target, resume=resume)
     _finish(console, result, target, ref_path)
 
 
@@ -132,17 +139,26 @@ def _header(console: Console, name: str, path: Path, settings: Settings, target:
     console.print(f"  results: {escape(str(target))}/")
 
 
-def _run(console: Console, ref_path: Path, layer: dict[str, Any], kernel: str | None, target: Path) -> OptimizeResult:
+def _run(console: Console, ref_path: Path, layer: dict[str, Any], kernel: str | None, target: Path, *,
+         resume: bool) -> OptimizeResult:
+    """The loop, checkpointed in ``target/.tritonsmith`` so that ``--resume`` can continue it."""
     from tritonsmith.agents.llm import LLMConfigurationError, ModelUnavailableError
-    from tritonsmith.graphs.optimizer import OptimizeInterrupted, optimize
     from tritonsmith.core.problem import ProblemError
+    from tritonsmith.graphs import FileCheckpointer, OptimizeInterrupted, RunFiles, optimize
 
+    run_files = RunFiles(target)
+    try:
+        thread = run_files.thread() if resume else run_files.new_thread(ref_path.name)
+    except FileNotFoundError as exc:
+        fail(str(exc))
     view = _Progress(console)
     nodes_log = logging.getLogger("tritonsmith.graphs.nodes")
     nodes_log.addFilter(_said_in_header)
     try:
         with view:
-            return optimize(ref_path, start_from=kernel, on_event=view.on_event, **layer)
+            return optimize(ref_path, start_from=kernel, on_event=view.on_event,
+                            checkpointer=FileCheckpointer(run_files.checkpoints), thread_id=thread, resume=resume,
+                            **layer)
     except OptimizeInterrupted as stop:
         written = write_outputs(stop.result, target, reference=ref_path)
         n = len(stop.result.attempts)
@@ -173,10 +189,23 @@ def _finish(console: Console, result: OptimizeResult, target: Path, ref_path: Pa
             console.print(f"[yellow]note:[/yellow] {escape(note)}")
     written = write_outputs(result, target, reference=ref_path)
     colour = "green" if result.ok else "red"
-    console.print(f"[{colour}]{result.status}[/{colour}]: {escape(result.reason)}")
+    best = next((a for a in result.attempts if a.iteration == result.best_iteration), None)
+    hybrid = f" ({policy_line(result.settings.get('policy'), best.torch_ops)})" if best and best.torch_ops else ""
+    console.print(f"[{colour}]{result.status}[/{colour}]{escape(hybrid)}: {escape(result.reason)}")
     for path in written:
         console.print(f"  wrote {escape(str(path))}")
+    if result.best_source is not None:
+        from tritonsmith.graphs import check_command
+
+        console.print(f"  check it: {escape(check_command(str(written[1]), str(written[0])))}", soft_wrap=True)
     raise typer.Exit(0 if result.ok else 1)
+
+
+def policy_line(policy: str | None, torch_ops: tuple[str, ...]) -> str:
+    """``"hybrid policy, torch computes: logsumexp"`` for a kernel PyTorch helped compute."""
+    from tritonsmith.core.contract import torch_computes_line
+
+    return f"{policy or 'hybrid'} policy, {torch_computes_line(torch_ops)}"
 
 
 class _TotalColumn(ProgressColumn):
@@ -240,65 +269,33 @@ def _row(e: dict[str, Any], device: str) -> str:
         speed = "-"
     msg = e.get("message", "")
     msg = escape(msg if len(msg) <= 90 else msg[:87] + "...")
+    if e.get("torch_ops"):
+        from tritonsmith.core.contract import torch_computes_line
+
+        msg = f"[magenta]{escape(torch_computes_line(e['torch_ops']))}[/magenta]  {msg}"  # hybrid: say it
     return (f"  iter {e['iteration']} {escape('[' + e['generator'] + ']')} [{colour}]{e['status']}[/{colour}]  {speed}  "
             f"reward {e['reward']:.3f}  {msg}")
 
 
 def write_outputs(result: OptimizeResult, out: Path, *, reference: Path) -> list[Path]:
-    """Write the best kernel exactly as it was verified (``tritonsmith eval`` passes it), a copy of its
-    reference, a script that checks one against the other, and the JSON/Markdown reports."""
+    """Write the best kernel exactly as it was verified (``tritonsmith eval`` passes it, ``--from`` reads it
+    back), a copy of its reference, ``check_NAME.py`` that runs one against the other, and the JSON/Markdown
+    reports (which end with the ``tritonsmith eval`` command). The check script lives beside the kernel, not
+    inside it: the evaluator refuses a kernel file that reads the environment or loads the reference."""
+    from tritonsmith.graphs import check_command, check_script
+
     out.mkdir(parents=True, exist_ok=True)
     name = safe_name(result.problem)
     written = []
+    check_md = ""
     if result.best_source is not None:
-        ref_copy = out / f"{name}_reference.py"
+        ref_copy, kernel, check = out / f"{name}_reference.py", out / f"{name}_triton.py", out / f"check_{name}.py"
         ref_copy.write_text(reference.read_text())
-        kernel = out / f"{name}_triton.py"
         kernel.write_text(result.best_source.rstrip() + "\n")
-        check = out / f"check_{name}.py"
-        check.write_text(_CHECK_SCRIPT.format(kernel=kernel.name, reference=ref_copy.name, check_name=check.name))
+        check.write_text(check_script(reference_file=ref_copy.name, kernel_name=kernel.name))
         written += [kernel, ref_copy, check]
+        check_md = f"\n## Check it\n\n```bash\n{check_command(str(ref_copy), str(kernel))}\npython {check}\n```\n"
     report_json, report_md = out / "report.json", out / "report.md"
     report_json.write_text(json.dumps(result.to_dict(), indent=2))
-    report_md.write_text(result.to_markdown())
+    report_md.write_text(result.to_markdown() + check_md)
     return [*written, report_json, report_md]
-
-
-# Beside the kernel, not inside it: the evaluator refuses a kernel file that reads the environment or
-# loads the reference (the checks that keep a candidate honest).
-_CHECK_SCRIPT = '''"""Run {kernel} against {reference} on random inputs: python {check_name}
-
-For the full check (fresh inputs over several trials, the guards, GPU timing): tritonsmith eval {reference} {kernel}
-"""
-
-import importlib.util
-import os
-import pathlib
-
-import torch
-
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # before the kernel imports triton: the CPU interpreter
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name[:-3], pathlib.Path(__file__).with_name(name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ref, new = _load("{reference}"), _load("{kernel}")
-dev = "cuda" if torch.cuda.is_available() else "cpu"
-torch.manual_seed(0)
-init = ref.get_init_inputs()
-model = ref.Model(*init).to(dev)
-torch.manual_seed(0)
-candidate = new.ModelNew(*init).to(dev)
-candidate.load_state_dict(model.state_dict(), strict=False)
-inputs = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
-with torch.no_grad():
-    want, got = model(*inputs), candidate(*inputs)
-err = (got.float() - want.float()).abs().max().item()
-print(f"max abs error vs the reference: {{err:.3e}}", "(ok)" if err < 1e-3 else "(CHECK)")
-'''

@@ -43,6 +43,8 @@ class Mismatch:
     first_bad_index: tuple[int, ...] | None = None
     candidate_value: float | None = None
     reference_value: float | None = None
+    kind: str | None = None  # "values", or a structural error: "shape", "dtype", "device", "type", "count"
+    pattern: dict[str, Any] | None = None  # what the wrong values look like (see tools/_compare.mismatch_pattern)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,7 +14,8 @@ Environment variables (all optional)::
     TRITONSMITH_POLICY (hybrid|strict),
     TRITONSMITH_TRIALS, TRITONSMITH_EVAL_TIMEOUT, TRITONSMITH_LLM_TIMEOUT, TRITONSMITH_MAX_RETRIES,
     TRITONSMITH_MAX_TOOL_ROUNDS, TRITONSMITH_TEMPERATURE, TRITONSMITH_TARGET_SPEEDUP, TRITONSMITH_SCALE,
-    TRITONSMITH_MEMORY_DIR, TRITONSMITH_USE_MEMORY, TRITONSMITH_INPUT_COST, TRITONSMITH_OUTPUT_COST
+    TRITONSMITH_MEMORY_DIR, TRITONSMITH_USE_MEMORY, TRITONSMITH_INPUT_COST, TRITONSMITH_OUTPUT_COST,
+    TRITONSMITH_LLM_CONTEXT_TOKENS, TRITONSMITH_MAX_DRAFT_EVALUATIONS, TRITONSMITH_RECORD_DIR
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ class KernelContext:
     profile: bool | None = _layer("TRITONSMITH_PROFILE")
     input_cost_per_mtok: float | None = _layer("TRITONSMITH_INPUT_COST")
     output_cost_per_mtok: float | None = _layer("TRITONSMITH_OUTPUT_COST")
+    llm_context_tokens: int | None = _layer("TRITONSMITH_LLM_CONTEXT_TOKENS")
+    max_draft_evaluations: int | None = _layer("TRITONSMITH_MAX_DRAFT_EVALUATIONS")
+    record_dir: str | None = _layer("TRITONSMITH_RECORD_DIR")
 
 
 # field -> environment variables, first set wins
@@ -93,6 +97,11 @@ class Settings:
         profile: profile each verified attempt that a later iteration refines (GPU only; one profile
             costs 20-40 s on an H200, several evaluations' worth). Off: refinement reads verdicts only.
         input_cost_per_mtok / output_cost_per_mtok: USD per million tokens, to price a run (None = unpriced).
+        llm_context_tokens: refinement continues the model's conversation (its earlier code and tool results
+            stay in context) while it stays under this many tokens (estimated as characters / 4); past it,
+            the next iteration starts a fresh, shorter prompt.
+        max_draft_evaluations: ``evaluate_kernel`` calls (one trial each) the model may make per iteration.
+        record_dir: record every request to the chat model and its reply in ``record_dir/transcript.json``.
     """
 
     model: str = "gpt-4.1"
@@ -116,6 +125,9 @@ class Settings:
     profile: bool = True
     input_cost_per_mtok: float | None = None
     output_cost_per_mtok: float | None = None
+    llm_context_tokens: int = 32000
+    max_draft_evaluations: int = 2
+    record_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.generator not in ("auto", "llm", "builtin"):
@@ -124,8 +136,10 @@ class Settings:
             raise ValueError(f"device must be auto, cuda or cpu, not {self.device!r}")
         if self.iterations < 1:
             raise ValueError(f"iterations must be at least 1, got {self.iterations}")
-        if self.trials < 1 or self.max_retries < 0 or self.max_tool_rounds < 0:
-            raise ValueError("trials must be >= 1, max_retries and max_tool_rounds >= 0")
+        if self.trials < 1 or self.max_retries < 0 or self.max_tool_rounds < 0 or self.max_draft_evaluations < 0:
+            raise ValueError("trials must be >= 1, max_retries, max_tool_rounds and max_draft_evaluations >= 0")
+        if self.llm_context_tokens < 1000:
+            raise ValueError(f"llm_context_tokens must be at least 1000, got {self.llm_context_tokens}")
         if self.llm_timeout_s <= 0:
             raise ValueError(f"llm_timeout_s must be positive, got {self.llm_timeout_s}")
 

@@ -24,10 +24,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tritonsmith.core.results import TorchOpUse, Violation
+from tritonsmith.core.contract import DEFAULT_POLICY, POLICIES  # stated once, in the contract
 from tritonsmith.evaluator._rules import rule as known_rule
 
-POLICIES = ("hybrid", "strict")
-DEFAULT_POLICY = "hybrid"
 
 _KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
 # torch functions that allocate, reshape, copy or describe: glue a launcher needs, never "the work".

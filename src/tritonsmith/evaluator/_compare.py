@@ -125,4 +125,56 @@ def _verdict(ok: bool, out: Any, ref: Any, bad: Any) -> Verdict:
         index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape)) if bad.dim() else ()
         details.update(first_bad_index=index, candidate_value=float(out.reshape(-1)[flat]),
                        reference_value=float(ref.reshape(-1)[flat]))
+        if out.is_floating_point():
+            details["pattern"] = mismatch_pattern(out, ref, bad)
     return Verdict(ok=ok, max_abs_error=max_abs, max_rel_error=max_rel, details=details)
+
+
+def mismatch_pattern(out: Any, ref: Any, bad: Any) -> dict[str, Any]:
+    """What the wrong values look like, for a model to act on (JSON-able).
+
+    ``zero``/``nan``/``inf``: shares of the mismatched elements where the candidate is 0 / NaN / +-inf;
+    ``constant``: the candidate's value when it is the same at every mismatch; ``ref_finite_where_inf``: the
+    reference is finite where the candidate is not (an overflow); ``rows``/``cols``: over the output seen as
+    (rows, last dim), how many rows and which columns hold mismatches; ``ref_abs_max``: the reference's
+    magnitude; ``mean_ratio``: mean(candidate / reference) over the mismatches (a constant factor off).
+    """
+    import torch
+
+    n = int(bad.sum())
+    o, r = out[bad].double(), ref[bad].double()
+    nonfinite = ~torch.isfinite(o)
+    pattern: dict[str, Any] = {
+        "mismatched": n, "zero": float((o == 0).sum()) / n, "nan": float(torch.isnan(o).sum()) / n,
+        "inf": float(torch.isinf(o).sum()) / n,
+        "ref_finite_where_inf": int((nonfinite & torch.isfinite(r)).sum()),
+        "ref_abs_max": float(ref.double().abs().max()) if ref.numel() else 0.0,
+    }
+    finite = o[~nonfinite]
+    if n > 1 and finite.numel() == n and bool((finite == finite[0]).all()):
+        pattern["constant"] = float(finite[0])
+    ratio_ok = torch.isfinite(o) & (r.abs() > 1e-6)
+    if bool(ratio_ok.any()):
+        pattern["mean_ratio"] = float((o[ratio_ok] / r[ratio_ok]).mean())
+    if bad.dim() >= 2:
+        grid = bad.reshape(-1, bad.shape[-1])
+        rows, cols = grid.any(dim=1), grid.any(dim=0)
+        bad_cols = cols.nonzero().flatten()
+        pattern.update(rows=[int(rows.sum()), int(rows.numel())], cols=[int(cols.sum()), int(cols.numel())],
+                       first_col=int(bad_cols[0]), last_col=int(bad_cols[-1]),
+                       full_rows=int((grid.sum(dim=1) == grid.shape[1]).sum()))
+    return pattern
+
+
+def describe_inputs(inputs: list[Any]) -> list[str]:
+    """``["x: (37, 129) float32 in [-4.21, 4.05]", ...]``: the tensor inputs' shapes and ranges."""
+    import torch
+
+    out = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.numel():
+            lo, hi = (float(x.min()), float(x.max())) if x.dtype != torch.bool else (0.0, 1.0)
+            out.append(f"input {i}: {tuple(x.shape)} {str(x.dtype).replace('torch.', '')} in [{lo:.4g}, {hi:.4g}]")
+        elif not isinstance(x, torch.Tensor):
+            out.append(f"input {i}: {type(x).__name__} {x!r}"[:80])
+    return out[:8]

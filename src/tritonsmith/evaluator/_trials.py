@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritonsmith.core.problem_meta import flatten_outputs
 from tritonsmith.evaluator import _guards as guards
-from tritonsmith.evaluator._compare import compare
+from tritonsmith.evaluator._compare import compare, describe_inputs
 
 if TYPE_CHECKING:
     from tritonsmith.evaluator.sandbox._worker import Job
@@ -47,6 +47,7 @@ def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[
         mismatch, a, r = _check_outputs(t, cand_out, ref_out, ref64, policy)
         max_abs, max_rel = max(max_abs, a), max(max_rel, r)
         if mismatch:
+            mismatch["pattern"] = {**(mismatch.get("pattern") or {}), "inputs": describe_inputs(make_inputs(seed))}
             return {"trials": trials, "passed": t, "tolerance": policy, "max_abs_error": max_abs,
                     "max_rel_error": max_rel, "mismatch": mismatch}
         if t == 0 and g.enabled:
@@ -282,16 +283,17 @@ def _check_outputs(trial: int, cand: list[Any], ref: list[Any], ref64: list[Any]
     import torch
 
     if len(cand) != len(ref):
-        return _mismatch(trial, 0, f"ModelNew returned {len(cand)} outputs, Model returns {len(ref)}"), 0.0, 0.0
+        return _mismatch(trial, 0, f"ModelNew returned {len(cand)} outputs, Model returns {len(ref)}",
+                         kind="count"), 0.0, 0.0
     max_abs = max_rel = 0.0
     for i, (c, r) in enumerate(zip(cand, ref, strict=True)):
         if not isinstance(r, torch.Tensor):
             if c != r:
-                return _mismatch(trial, i, f"output {i}: expected {r!r}, got {c!r}"), max_abs, max_rel
+                return _mismatch(trial, i, f"output {i}: expected {r!r}, got {c!r}", kind="type"), max_abs, max_rel
             continue
         problem = _structural_problem(i, c, r)
         if problem:
-            return _mismatch(trial, i, problem), max_abs, max_rel
+            return _mismatch(trial, i, problem[1], kind=problem[0]), max_abs, max_rel
         verdict = compare(c, r, policy=policy, ref64=ref64[i] if ref64 else None)
         max_abs, max_rel = max(max_abs, verdict.max_abs_error), max(max_rel, verdict.max_rel_error)
         if not verdict.ok:
@@ -300,23 +302,24 @@ def _check_outputs(trial: int, cand: list[Any], ref: list[Any], ref64: list[Any]
                 f"output {i}: {d['mismatched']} of {d['total']} elements outside tolerance "
                 f"(max abs error {verdict.max_abs_error:.3g}, max rel error {verdict.max_rel_error:.3g})")
             keep = {k: d[k] for k in ("mismatched", "total", "nan_count", "inf_count", "first_bad_index",
-                                       "candidate_value", "reference_value") if k in d}
-            return _mismatch(trial, i, message, max_abs_error=verdict.max_abs_error,
+                                       "candidate_value", "reference_value", "pattern") if k in d}
+            return _mismatch(trial, i, message, kind="values", max_abs_error=verdict.max_abs_error,
                              max_rel_error=verdict.max_rel_error, **keep), max_abs, max_rel
     return None, max_abs, max_rel
 
 
-def _structural_problem(i: int, c: Any, r: Any) -> str | None:
+def _structural_problem(i: int, c: Any, r: Any) -> tuple[str, str] | None:
+    """(kind, message) when output ``i`` is not even comparable: not a tensor, wrong shape, dtype or device."""
     import torch
 
     if not isinstance(c, torch.Tensor):
-        return f"output {i}: expected a tensor, got {type(c).__name__}"
+        return "type", f"output {i}: expected a tensor, got {type(c).__name__}"
     if tuple(c.shape) != tuple(r.shape):
-        return f"output {i}: shape {tuple(c.shape)} but the reference has {tuple(r.shape)}"
+        return "shape", f"output {i}: shape {tuple(c.shape)} but the reference has {tuple(r.shape)}"
     if c.dtype != r.dtype:
-        return f"output {i}: dtype {c.dtype} but the reference has {r.dtype}"
+        return "dtype", f"output {i}: dtype {c.dtype} but the reference has {r.dtype}"
     if c.device != r.device:
-        return f"output {i}: on {c.device} but the reference is on {r.device}"
+        return "device", f"output {i}: on {c.device} but the reference is on {r.device}"
     return None
 
 

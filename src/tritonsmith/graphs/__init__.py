@@ -12,6 +12,10 @@ __all__ = [
     "AUTO_BUILTIN_NOTE",
     "AttemptRecord",
     "ExtraNode",
+    "FileCheckpointer",
+    "RunFiles",
+    "check_command",
+    "check_script",
     "KernelState",
     "NODE_NAMES",
     "OptimizeInterrupted",
@@ -24,6 +28,10 @@ __all__ = [
 
 _LAZY = {
     "AUTO_BUILTIN_NOTE": "tritonsmith.graphs._resolve",
+    "FileCheckpointer": "tritonsmith.graphs._checkpoint",
+    "RunFiles": "tritonsmith.graphs._checkpoint",
+    "check_command": "tritonsmith.graphs._report",
+    "check_script": "tritonsmith.graphs._report",
     "AttemptRecord": "tritonsmith.graphs.state",
     "ExtraNode": "tritonsmith.graphs.builder",
     "NODE_NAMES": "tritonsmith.graphs.nodes",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tritonsmith.core.contract import rule_fix
 from tritonsmith.core.problem import Problem, ProblemError, ProblemInfo
-from tritonsmith.graphs.state import NO_CODE, AttemptRecord
+from tritonsmith.graphs.state import MODEL_ERROR, NO_CODE, AttemptRecord
 
 # H100-class figures for a roofline estimate (per-second rates); a ridge point = FLOP/s / (byte/s).
 _HBM_BYTES_S = 3.35e12
@@ -67,12 +68,25 @@ _HINTS = {
                 "tiny programs."),
     "crashed": ("The worker died: usually an out-of-bounds load or store (a missing mask) or an illegal "
                 "address from wrong strides."),
-    "rejected": ("The evaluator rejected the candidate: the computation must happen in @triton.jit kernels, "
-                 "not in torch calls, and it must not read the reference's results."),
+    "rejected": ("The evaluator rejected the candidate: see the rule above and what the system prompt says "
+                 "the policy in force allows."),
+    MODEL_ERROR: ("The model server failed on the last request (see the message above); nothing was "
+                  "evaluated. Submit the complete candidate."),
     NO_CODE: ("No code was submitted. Submit the complete file through submit_kernel or one ```python block."),
 }
 
 
 def explain_failure(attempt: AttemptRecord) -> str:
     """What the generator should look at, given how the attempt failed."""
+    if attempt["status"] == "wrong_output" and _diagnosed(attempt):
+        return "Fix what the diagnosis above names first; the rest of the kernel may be right."
+    if attempt["status"] == "rejected":
+        fix = rule_fix((attempt.get("result") or {}).get("rule"))
+        if fix:
+            return f"The evaluator rejected the candidate: {fix}"
     return _HINTS.get(attempt["status"], "The attempt failed; read the evaluator's message above.")
+
+
+def _diagnosed(attempt: AttemptRecord) -> bool:
+    """Whether the evaluator's feedback already names what is wrong with the output (its diagnosis lines)."""
+    return "\ndiagnosis: " in attempt.get("feedback", "")

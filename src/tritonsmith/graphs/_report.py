@@ -1,14 +1,15 @@
-"""Reports of an optimisation run: Markdown, and the best kernel as a runnable file."""
+"""Reports of an optimisation run: Markdown, the best kernel as written to disk, and its self-check script."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
+
+from tritonsmith.core.contract import HYBRID_REWARD_FACTOR, torch_computes_line
 
 if TYPE_CHECKING:
     from tritonsmith.graphs.optimizer import OptimizeResult
 
-__all__ = ["markdown_report", "runnable_kernel"]
+__all__ = ["check_command", "check_script", "markdown_report"]
 
 
 def _speed(speedup: float | None, basis: str, device: str = "cpu") -> str:
@@ -27,6 +28,10 @@ def markdown_report(result: OptimizeResult) -> str:
         best = next(a for a in result.attempts if a.iteration == result.best_iteration)
         lines.append(f"- **best**: iteration {best.iteration}, reward {best.reward:.3f} "
                      f"({_speed(best.speedup, best.reward_basis, result.device)})")
+        if best.torch_ops:
+            lines.append(f"- **hybrid kernel** ({result.settings.get('policy', 'hybrid')} policy): "
+                         f"{torch_computes_line(best.torch_ops)}; its reward is {HYBRID_REWARD_FACTOR:g}x a "
+                         "pure-Triton kernel's")
     tokens = result.input_tokens + result.output_tokens
     if tokens:
         cost = f", cost ${result.cost_usd:.4f}" if result.cost_usd is not None else ", cost not priced"
@@ -37,6 +42,8 @@ def markdown_report(result: OptimizeResult) -> str:
               "|---|---|---|---|---|---|---|"]
     for a in result.attempts:
         msg = a.message.replace("|", "\\|").replace("\n", " ")[:120]
+        if a.torch_ops:
+            msg = f"{torch_computes_line(a.torch_ops)}; {msg}"
         lines.append(f"| {a.iteration} | {a.generator} | {a.variant or ''} | {a.status} | "
                      f"{_speed(a.speedup, a.reward_basis, result.device)} | {a.reward:.3f} | {msg} |")
     if result.best_source:
@@ -44,61 +51,65 @@ def markdown_report(result: OptimizeResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-_PRELUDE = '''\
-if __name__ == "__main__":  # run directly: use the Triton interpreter when there is no GPU
-    import os as _os
+_CHECK = '''\
+"""Check {kernel} against {reference} on fresh random inputs (Triton's interpreter without a GPU).
 
-    import torch as _torch
+The evaluator's verdict (anti-cheating checks, 5 trials, timing on a GPU): tritonsmith eval {reference} {kernel}
+"""
 
-    if not _torch.cuda.is_available():
-        _os.environ.setdefault("TRITON_INTERPRET", "1")
+import importlib.util
+import os
+import pathlib
+import sys
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # before the kernel file defines its @triton.jit kernels
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def load(name, filename):
+    spec = importlib.util.spec_from_file_location(name, HERE / filename)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main():
+    ref, new = load("reference", {reference!r}), load("candidate", {kernel!r})
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(0)
+    init = ref.get_init_inputs()
+    model = ref.Model(*init).to(dev)
+    torch.manual_seed(0)
+    candidate = new.ModelNew(*init).to(dev)
+    candidate.load_state_dict(model.state_dict(), strict=False)
+    inputs = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+    with torch.no_grad():
+        want, got = model(*inputs), candidate(*inputs)
+    want = want if isinstance(want, (tuple, list)) else (want,)
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    same_shapes = len(got) == len(want) and all(g.shape == w.shape for g, w in zip(got, want))
+    err = max((g.float() - w.float()).abs().max().item() for g, w in zip(got, want)) if same_shapes else float("inf")
+    ok = same_shapes and err < 1e-3
+    print(f"max abs error vs the reference: {{err:.3e}}", "(ok)" if ok else "(CHECK)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
 '''
 
-_FOOTER = '''
 
-if __name__ == "__main__":  # check this kernel against its reference on fresh random inputs
-    import importlib.util as _ilu
-    import pathlib as _pathlib
-
-    _spec = _ilu.spec_from_file_location("_reference", _pathlib.Path(__file__).with_name({reference!r}))
-    _ref = _ilu.module_from_spec(_spec)
-    _spec.loader.exec_module(_ref)
-    _dev = "cuda" if _torch.cuda.is_available() else "cpu"
-    _torch.manual_seed(0)
-    _init = _ref.get_init_inputs()
-    _model = _ref.Model(*_init).to(_dev)
-    _torch.manual_seed(0)
-    _new = ModelNew(*_init).to(_dev)
-    _new.load_state_dict(_model.state_dict(), strict=False)
-    _inputs = [x.to(_dev) if isinstance(x, _torch.Tensor) else x for x in _ref.get_inputs()]
-    with _torch.no_grad():
-        _want, _got = _model(*_inputs), _new(*_inputs)
-    _err = (_got.float() - _want.float()).abs().max().item()
-    print(f"max abs error vs the reference: {{_err:.3e}}", "(ok)" if _err < 1e-3 else "(CHECK)")
-'''
+def check_script(*, reference_file: str, kernel_name: str) -> str:
+    """A small script, written beside the kernel, that runs it against the reference copy (same folder)."""
+    return _CHECK.format(reference=reference_file, kernel=kernel_name)
 
 
-def _docstring_end(source: str) -> int:
-    """Number of lines taken by a leading module docstring (0 without one)."""
-    import ast
+def check_command(reference: str, kernel: str) -> str:
+    """The ``tritonsmith eval`` command that re-checks a written kernel."""
+    import shlex
 
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        return 0
-    first = body[0] if body else None
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-        return first.end_lineno or 0
-    return 0
-
-
-def runnable_kernel(source: str, reference_file: str) -> str:
-    """``source`` plus a ``__main__`` prelude/footer that runs it against ``reference_file`` (same folder)."""
-    lines = source.rstrip().splitlines()
-    cut = _docstring_end(source)
-    for i, line in enumerate(lines):  # keep a module docstring / __future__ imports first
-        if re.match(r"\s*from __future__ import", line):
-            cut = i + 1
-    head, tail = "\n".join(lines[:cut]), "\n".join(lines[cut:])
-    body = (head + "\n" if head else "") + _PRELUDE + "\n" + tail
-    return body + _FOOTER.format(reference=reference_file)
+    return f"tritonsmith eval {shlex.quote(reference)} {shlex.quote(kernel)}"

@@ -99,12 +99,17 @@ class GraphDeps:
 
         kwargs: dict[str, Any] = {}
         if self.tools == "default":
-            kwargs["toolkit"] = default_toolkit(store=self.store(settings), profiler=self.profiler_fn())
+            eval_settings = {"tolerance": settings.tolerance, "scale": settings.scale,
+                             "timeout_s": settings.eval_timeout_s}
+            kwargs["toolkit"] = default_toolkit(store=self.store(settings), profiler=self.profiler_fn(),
+                                                evaluate=self.evaluate_fn(), eval_settings=eval_settings,
+                                                max_evaluations=settings.max_draft_evaluations)
         else:
             kwargs["tools"] = tuple(self.tools)
         if model is None:
             return LLMGenerator.from_settings(settings, **kwargs)
-        return LLMGenerator(model, max_tool_rounds=settings.max_tool_rounds, pricing=pricing_from(settings), **kwargs)
+        return LLMGenerator(model, max_tool_rounds=settings.max_tool_rounds, pricing=pricing_from(settings),
+                            context_tokens=settings.llm_context_tokens, **kwargs)
 
 
 def _builtin_generator() -> Generator:

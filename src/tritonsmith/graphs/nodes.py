@@ -21,6 +21,7 @@ from tritonsmith.graphs._analysis import analyze_problem, explain_failure
 from tritonsmith.graphs._resolve import GraphDeps
 from tritonsmith.graphs.reward import reward_for
 from tritonsmith.graphs.state import (
+    MODEL_ERROR,
     NO_CODE,
     AttemptRecord,
     KernelState,
@@ -75,6 +76,9 @@ class KernelNodes:
         problem = problem_from_spec(spec)
         device = resolve_device(settings.device)
         text, facts = analyze_problem(problem)
+        if settings.scale and (scaled := problem.scaled().scaling_note):
+            # the evaluator runs the scaled problem: the model must not size its kernel for the original only
+            text = f"{text}\nevaluated at reduced sizes: {scaled}; write the kernel for any size"
         notes = []
         if device == "cpu":
             notes.append("device: CPU (Triton interpreter): correctness is checked, speed is not measured; "
@@ -111,15 +115,18 @@ class KernelNodes:
         iteration = max((a["iteration"] for a in attempts), default=0) + 1
         request = GenerationRequest(
             problem=problem_from_spec(state["problem"]), iteration=iteration,
-            history=[_to_attempt(a) for a in attempts], examples=tuple(state.get("examples", ())),
-            analysis=state.get("analysis", ""), device=_device(state), start_from=start)
+            history=[_to_attempt(a) for a in attempts if a["status"] != MODEL_ERROR],
+            examples=tuple(state.get("examples", ())), analysis=state.get("analysis", ""), device=_device(state),
+            start_from=start, policy=settings.policy,
+            iterations_left=max(0, settings.iterations - routing.generated_count(attempts) - 1))
         log.info("iteration %d: asking the %s generator", iteration, generator.name)
         candidate = generator.generate(request)
         u = candidate.usage
         usage = Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd,
                       calls=1 if generator.name == "llm" else 0)
         pending = PendingCandidate(iteration=iteration, source=candidate.source, generator=generator.name,
-                                   note=candidate.note, variant=candidate.variant)
+                                   note=candidate.note, variant=candidate.variant,
+                                   model_error=candidate.model_error, model_error_fatal=candidate.model_error_fatal)
         _emit(runtime, event="generated", iteration=iteration, generator=generator.name,
               has_code=candidate.source is not None, tokens=u.input_tokens + u.output_tokens)
         update: dict[str, Any] = {"pending": pending, "usage": usage, "generator": generator.name,
@@ -141,7 +148,7 @@ class KernelNodes:
             rec = self._evaluate_source(state, pending, self._settings(runtime))
         _emit(runtime, event="evaluated", iteration=rec["iteration"], generator=rec["generator"],
               status=rec["status"], message=rec["message"], speedup=rec["speedup"],
-              reward=rec["reward"], reward_basis=rec["reward_basis"])
+              reward=rec["reward"], reward_basis=rec["reward_basis"], torch_ops=rec.get("torch_ops", []))
         return _with_best({"attempts": [rec], "pending": None}, rec)
 
     def _evaluate_source(self, state: KernelState, pending: PendingCandidate, settings: Settings) -> AttemptRecord:
@@ -215,12 +222,17 @@ class KernelNodes:
 
 def _record(pending: PendingCandidate, result: EvalResult | None, *, feedback: str) -> AttemptRecord:
     reward = reward_for(result)
-    return AttemptRecord(
+    failed = MODEL_ERROR if pending.get("model_error") else NO_CODE
+    rec = AttemptRecord(
         iteration=pending["iteration"], generator=pending["generator"], source=pending["source"],
-        status=result.status.value if result else NO_CODE,
+        status=result.status.value if result else failed,
         message=result.message if result else (pending["note"] or "the generator produced no code"),
         result=result.to_dict() if result else None, feedback=feedback, reward=reward.value,
-        reward_basis=reward.basis, speedup=reward.speedup, note=pending["note"], variant=pending.get("variant"))
+        reward_basis=reward.basis, speedup=reward.speedup, note=pending["note"], variant=pending.get("variant"),
+        torch_ops=list(reward.torch_ops))
+    if pending.get("model_error"):
+        rec["model_error_fatal"] = bool(pending.get("model_error_fatal"))
+    return rec
 
 
 def _with_best(update: dict[str, Any], rec: AttemptRecord) -> dict[str, Any]:

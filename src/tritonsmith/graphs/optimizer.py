@@ -44,6 +44,7 @@ class AttemptSummary:
     source: str | None
     note: str = ""
     variant: str | None = None
+    torch_ops: tuple[str, ...] = ()  # hybrid: what PyTorch computed in this (verified) kernel
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,7 +99,7 @@ class OptimizeResult:
             attempts=tuple(AttemptSummary(iteration=a["iteration"], generator=a["generator"], status=a["status"],
                                           message=a["message"], reward=a["reward"], reward_basis=a["reward_basis"],
                                           speedup=a["speedup"], source=a["source"], note=a["note"],
-                                          variant=a.get("variant"))
+                                          variant=a.get("variant"), torch_ops=tuple(a.get("torch_ops", ())))
                            for a in state.get("attempts", [])),
             input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
             cost_usd=usage.get("cost_usd"), notes=tuple(state.get("notes", [])), settings=settings.public_dict())
@@ -137,6 +138,7 @@ def optimize(
     on_event: Callable[[ProgressEvent], None] | None = None,
     checkpointer: Checkpointer = None,
     thread_id: str | None = None,
+    resume: bool = False,
     **settings: Any,
 ) -> OptimizeResult:
     """Optimise ``problem`` (a KernelBench file, its source, or a :class:`Problem`) and return the best kernel.
@@ -145,6 +147,9 @@ def optimize(
     ``start_from`` is a kernel (file or source) to debug or speed up. ``on_event`` receives the progress
     events (``analyzed``, ``generated``, ``evaluated`` with status/speedup/reward, ``decided``...). Extra
     keywords are settings (``trials``, ``tolerance``, ``scale``, ``target_speedup``... see :class:`Settings`).
+    ``resume=True`` continues the run saved by ``checkpointer`` under ``thread_id`` (``problem`` is then only
+    used for its name): an interrupted run goes on from its last step, and a run the model server ended, or
+    one with iterations left under the settings given now, gets its next iteration.
     ``generator``, ``model``, ``memory``, ``tools``, ``profiler``, ``evaluator`` and ``extra_nodes`` go to
     :func:`~tritonsmith.graphs.builder.build_kernel_graph` as they are.
     """
@@ -163,12 +168,14 @@ def optimize(
     graph = compile_kernel_graph(generator=gen_obj, model=model, memory=memory, tools=tools, profiler=profiler,
                                  evaluator=evaluator, extra_nodes=extra_nodes, context=KernelContext(**layer),
                                  checkpointer=checkpointer)
-    state_in: dict[str, Any] = {"problem": spec_from_problem(problem)}
+    state_in: dict[str, Any] | None = {"problem": spec_from_problem(problem)}
     if start_from is not None:
         state_in["start_from"] = _read_kernel(start_from)
     config: dict[str, Any] = {"recursion_limit": 20 + 8 * (resolved.iterations + 1)}
     if checkpointer is not None:
         config["configurable"] = {"thread_id": thread_id or uuid.uuid4().hex}
+    if resume:
+        state_in = _resume_input(graph, config, resolved, thread_id)
     final: dict[str, Any] = {}
     try:
         for mode, payload in graph.stream(state_in, config=config, stream_mode=["custom", "values"]):
@@ -177,7 +184,9 @@ def optimize(
             elif on_event is not None:
                 on_event(payload)
     except KeyboardInterrupt:
-        raise OptimizeInterrupted(_interrupted({**state_in, **final}, resolved)) from None
+        raise OptimizeInterrupted(_interrupted({**(state_in or {}), **final}, resolved)) from None
+    if not final and resume:  # nothing left to run: the saved state is the result
+        final = graph.get_state(config).values
     result = OptimizeResult.from_state(final, resolved)  # type: ignore[arg-type]
     for note in result.notes:
         log.info("%s", note)
@@ -198,6 +207,26 @@ def _interrupted(state: dict[str, Any], settings: Settings) -> OptimizeResult:
     n = len(result.attempts)
     reason = f"interrupted (Ctrl-C) after {n} finished attempt{'s' if n != 1 else ''}"
     return replace(result, status="verified" if result.best_source is not None else "interrupted", reason=reason)
+
+
+def _resume_input(graph: Any, config: dict[str, Any], settings: Settings, thread_id: str | None) -> None:
+    """Prepare a saved thread to continue; the graph's input is then None (LangGraph's resume)."""
+    from tritonsmith.graphs.routing import generated_count, target_reached
+    from tritonsmith.graphs.state import Decision
+
+    if "configurable" not in config or thread_id is None:
+        raise ValueError("resume=True needs the checkpointer and the thread_id of the run to continue")
+    snapshot = graph.get_state(config)
+    if not snapshot.values:
+        raise ValueError(f"no saved run under thread {thread_id!r} in this checkpointer")
+    values = snapshot.values
+    if snapshot.next or values.get("exhausted"):
+        return None  # interrupted mid-step: LangGraph re-runs what was left; or nothing more to try
+    done, _ = target_reached(values.get("best"), settings)
+    if not done and generated_count(values.get("attempts", [])) < settings.iterations:
+        log.info("resuming thread %s: iteration %d next", thread_id, generated_count(values["attempts"]) + 1)
+        graph.update_state(config, {"decision": Decision(action="refine", reason="resumed")}, as_node="decide")
+    return None
 
 
 def _read_kernel(value: str | Path) -> str:

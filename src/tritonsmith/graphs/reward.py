@@ -8,6 +8,10 @@ When torch.compile could not be timed (it failed on that problem) the speedup ov
 the basis says so. On the CPU interpreter nothing is timed: a correct kernel then gets
 :data:`UNMEASURED_REWARD` (0.5, "correct, speed unmeasured"), i.e. it is treated as parity, and its
 basis is ``"unmeasured"`` so no one mistakes it for a measurement.
+
+A *hybrid* kernel (PyTorch computed part of the result, as the ``hybrid`` policy allows) earns
+:data:`~tritonsmith.core.contract.HYBRID_REWARD_FACTOR` (0.9) times that value, and its reward says what torch
+computed, so a pure-Triton kernel of the same speed ranks higher.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from tritonsmith.core.contract import HYBRID_REWARD_FACTOR, torch_computes, torch_computes_line
 from tritonsmith.core.results import EvalResult
 
 __all__ = ["UNMEASURED_REWARD", "Reward", "RewardBasis", "reward_for", "speedup_reward"]
@@ -29,14 +34,16 @@ class Reward:
     value: float
     basis: RewardBasis
     speedup: float | None = None
+    torch_ops: tuple[str, ...] = ()
 
     @property
     def note(self) -> str:
         if self.basis == "failed":
             return "0: not a correct kernel"
+        hybrid = f" (hybrid x{HYBRID_REWARD_FACTOR:g}: {torch_computes_line(self.torch_ops)})" if self.torch_ops else ""
         if self.basis == "unmeasured":
-            return f"{self.value:.2f}: correct, speed unmeasured (no GPU timing)"
-        return f"{self.value:.3f}: {self.speedup:.2f}x vs {self.basis}"
+            return f"{self.value:.2f}: correct, speed unmeasured (no GPU timing){hybrid}"
+        return f"{self.value:.3f}: {self.speedup:.2f}x vs {self.basis}{hybrid}"
 
 
 def speedup_reward(speedup: float) -> float:
@@ -50,10 +57,13 @@ def reward_for(result: EvalResult | None) -> Reward:
     """The reward of an evaluated attempt (``None``: the generator produced no code)."""
     if result is None or not result.ok:
         return Reward(value=0.0, basis="failed")
+    ops = torch_computes(result.checks)
+    factor = HYBRID_REWARD_FACTOR if ops else 1.0
     bench = result.benchmark if result.device != "cpu" else None
     if bench is None:
-        return Reward(value=UNMEASURED_REWARD, basis="unmeasured")
+        return Reward(value=UNMEASURED_REWARD * factor, basis="unmeasured", torch_ops=ops)
     if bench.speedup_vs_compile is not None:
-        return Reward(value=speedup_reward(bench.speedup_vs_compile), basis="torch.compile",
-                      speedup=bench.speedup_vs_compile)
-    return Reward(value=speedup_reward(bench.speedup_vs_eager), basis="eager", speedup=bench.speedup_vs_eager)
+        return Reward(value=speedup_reward(bench.speedup_vs_compile) * factor, basis="torch.compile",
+                      speedup=bench.speedup_vs_compile, torch_ops=ops)
+    return Reward(value=speedup_reward(bench.speedup_vs_eager) * factor, basis="eager",
+                  speedup=bench.speedup_vs_eager, torch_ops=ops)

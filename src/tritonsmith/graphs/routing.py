@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from tritonsmith.core.settings import Settings
-from tritonsmith.graphs.state import AttemptRecord, Decision, KernelState
+from tritonsmith.graphs.state import MODEL_ERROR, AttemptRecord, Decision, KernelState
 
 __all__ = ["Route", "decide", "generated_count", "route_after_decide", "target_reached"]
 
@@ -14,8 +14,9 @@ Route = Literal["generate", "remember", "__end__"]
 
 
 def generated_count(attempts: Sequence[AttemptRecord]) -> int:
-    """Attempts that spent an iteration (a user's ``--from`` kernel does not)."""
-    return sum(1 for a in attempts if a["generator"] != "user")
+    """Attempts that spent an iteration (a user's ``--from`` kernel and the model server's failures do not:
+    repeated model errors end the run on their own, see :func:`decide`)."""
+    return sum(1 for a in attempts if a["generator"] != "user" and a["status"] != MODEL_ERROR)
 
 
 def target_reached(best: AttemptRecord | None, settings: Settings) -> tuple[bool, str]:
@@ -45,9 +46,23 @@ def decide(state: KernelState, settings: Settings) -> Decision:
         return Decision(action="finish", reason=why)
     if state.get("exhausted"):
         return _stop(best, f"the generator has no further ideas after {used} iteration(s)", attempts)
+    if (why_model := _model_failing(attempts)) is not None:
+        return _stop(best, why_model, attempts)
     if used >= settings.iterations:
         return _stop(best, f"iteration limit reached ({used}/{settings.iterations})", attempts)
     return Decision(action="refine", reason=f"{why}; iteration {used + 1} of {settings.iterations} next")
+
+
+def _model_failing(attempts: Sequence[AttemptRecord]) -> str | None:
+    """Why to stop asking the model: an error retrying cannot fix, or two model errors in a row."""
+    last = attempts[-1] if attempts else None
+    if last is None or last["status"] != MODEL_ERROR:
+        return None
+    if last.get("model_error_fatal"):
+        return "the model server cannot serve this run (another request would fail the same way)"
+    if len(attempts) >= 2 and attempts[-2]["status"] == MODEL_ERROR:
+        return "the model server failed twice in a row"
+    return None
 
 
 def _stop(best: AttemptRecord | None, why: str, attempts: Sequence[AttemptRecord]) -> Decision:

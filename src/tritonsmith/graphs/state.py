@@ -13,6 +13,8 @@ __all__ = [
     "Decision",
     "KernelInput",
     "KernelState",
+    "MODEL_ERROR",
+    "NO_CODE",
     "PendingCandidate",
     "ProblemSpec",
     "Usage",
@@ -23,6 +25,7 @@ __all__ = [
 ]
 
 NO_CODE = "no_code"  # the attempt's status when the generator produced no code
+MODEL_ERROR = "model_error"  # the chat model failed (HTTP error, timeout, malformed reply): no code to judge
 
 
 class ProblemSpec(TypedDict):
@@ -43,10 +46,12 @@ class PendingCandidate(TypedDict):
     generator: str
     note: str
     variant: NotRequired[str | None]
+    model_error: NotRequired[str | None]
+    model_error_fatal: NotRequired[bool]
 
 
 class AttemptRecord(TypedDict):
-    """One evaluated attempt. ``status`` is an EvalStatus value or ``"no_code"``."""
+    """One evaluated attempt. ``status`` is an EvalStatus value, ``"no_code"`` or ``"model_error"``."""
 
     iteration: int
     generator: str
@@ -62,6 +67,8 @@ class AttemptRecord(TypedDict):
     profile: NotRequired[str]
     variant: NotRequired[str | None]
     duplicate_of: NotRequired[int | None]
+    torch_ops: NotRequired[list[str]]  # compute PyTorch did in a verified hybrid kernel ("torch computes: ...")
+    model_error_fatal: NotRequired[bool]  # a model error another request cannot fix (key, model, server)
 
 
 class Usage(TypedDict):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from tritonsmith.core.contract import torch_computes
 from tritonsmith.core.problem import Problem
 from tritonsmith.core.results import EvalResult, EvalStatus
 from tritonsmith.memory._signature import ProblemSignature, normalize_source, problem_key, problem_signature
@@ -45,10 +46,16 @@ class Evaluation:
     message: str = ""
     error: str | None = None
     scaling_note: str | None = None
+    torch_ops: tuple[str, ...] = ()  # compute PyTorch did (hybrid policy): not a pure-Triton example
 
     @property
     def measured(self) -> bool:
         return self.speedup_vs_eager is not None
+
+    @property
+    def hybrid(self) -> bool:
+        """True when PyTorch computed part of the result (``torch_ops``), as the hybrid policy allows."""
+        return bool(self.torch_ops)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,7 +108,7 @@ class KernelRecord:
     def from_dict(cls, data: dict[str, Any]) -> KernelRecord:
         d = {k: v for k, v in data.items() if k != "schema"}
         d["kind"] = RecordKind(d["kind"])
-        d["evaluation"] = Evaluation(**d["evaluation"])
+        d["evaluation"] = Evaluation(**{**d["evaluation"], "torch_ops": tuple(d["evaluation"].get("torch_ops", ()))})
         d["lineage"] = Lineage(**(d.get("lineage") or {}))
         d["tags"] = tuple(d.get("tags", ()))
         return cls(**d)
@@ -117,6 +124,7 @@ class KernelRecord:
             "problem_key": self.problem_key, "device_class": self.device_class,
             "device_name": self.evaluation.device_name, "created_at": self.created_at, "origin": self.origin,
             "generator": self.lineage.generator or "", "measured": self.evaluation.measured,
+            "hybrid": self.evaluation.hybrid,
             "record": self.to_json(),
         }
         for name in ("speedup_vs_eager", "speedup_vs_compile", "runtime_ms"):
@@ -185,7 +193,7 @@ def record_from_eval(
         compile_ms=bench.compiled.median_ms if bench and bench.compiled else None,
         torch_version=result.versions.get("torch"), triton_version=result.versions.get("triton"),
         message=result.message[:2000], error=(result.error or None) and result.error[:4000],
-        scaling_note=result.scaling_note,
+        scaling_note=result.scaling_note, torch_ops=torch_computes(result.checks),
     )
     sig = signature or problem_signature(problem)
     kind = RecordKind.SUCCESS if result.status is EvalStatus.CORRECT else RecordKind.LESSON

@@ -19,6 +19,7 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction
 
 from tritonsmith.core.problem import Problem, ProblemError, validate_source
+from tritonsmith.memory._dominant import dominant_class, op_affinity
 from tritonsmith.memory._embed import embed, short_name
 from tritonsmith.memory._record import KernelRecord, ProblemSignature, RecordKind, device_class
 from tritonsmith.memory._signature import problem_key, problem_signature, retrieval_text
@@ -46,6 +47,7 @@ class SearchFilters:
     generator: str | None = None
     origin: str | None = None
     measured_only: bool = False
+    pure_triton_only: bool = False  # leave out hybrid kernels (PyTorch computed part of their result)
 
     def clauses(self) -> list[dict[str, Any]]:
         """Chroma ``where`` clauses (ids are excluded after the query)."""
@@ -77,6 +79,7 @@ class SearchFilters:
             self.generator is None or r.lineage.generator == self.generator,
             self.origin is None or r.origin == self.origin,
             not self.measured_only or ev.measured,
+            not self.pure_triton_only or not ev.hybrid,
         )
         return all(checks)
 
@@ -213,7 +216,8 @@ class KernelMemory(ABC):
         filt = dataclasses.replace(base, kind=RecordKind.SUCCESS)
         n = max(4 * k, 20) + len(filt.exclude_ids)
         vector = embed(self.embedder, [text])[0]
-        pairs = [(r, d) for r, d in self._nearest(vector, n, filt) if r.id not in filt.exclude_ids]
+        pairs = [(r, d) for r, d in self._nearest(vector, n, filt) if r.id not in filt.exclude_ids
+                 and not (filt.pure_triton_only and r.evaluation.hybrid)]
         return rank(pairs, k=k, target_class=device_class(device_name) if device_name else None,
                     query_ops=query_ops, one_per_problem=one_per_problem)
 
@@ -270,16 +274,22 @@ def rank(
     query_ops: Sequence[str] = (),
     one_per_problem: bool = True,
 ) -> list[SearchHit]:
-    """Order by similarity plus a capped bonus for measured speed on ``target_class``."""
+    """Order by similarity, plus a bonus when the record's dominant op class is the query's (a matmul for a
+    matmul, a row reduction for a row reduction: see ``_dominant``), plus a capped bonus for measured
+    speed on ``target_class``."""
     hits: list[SearchHit] = []
+    query_class = dominant_class(query_ops) if query_ops else None
     for rec, dist in pairs:
         sim = 1.0 - float(dist)
         bonus, perf = 0.0, _perf_text(rec, target_class)
         speed = rec.evaluation.speedup_vs_eager
         if target_class and speed and rec.device_class == target_class:
             bonus = PERF_WEIGHT * max(-1.0, min(4.0, math.log2(speed)))
+        rec_class = dominant_class(rec.ops)
+        bonus += op_affinity(query_ops, rec.ops)
         shared = [op for op in dict.fromkeys(query_ops) if op in set(rec.ops)][:6]
-        why = f"similarity {sim:.2f}" + (f"; shared ops: {', '.join(shared)}" if shared else "") + perf
+        why = (f"similarity {sim:.2f}" + (f"; {rec_class}, as this problem" if query_class and rec_class == query_class
+                                          else "") + (f"; shared ops: {', '.join(shared)}" if shared else "") + perf)
         hits.append(SearchHit(record=rec, similarity=sim, score=sim + bonus, reason=why))
     hits.sort(key=lambda h: h.score, reverse=True)
     if one_per_problem:

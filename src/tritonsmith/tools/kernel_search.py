@@ -10,6 +10,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tritonsmith.core.contract import torch_computes_line
 from tritonsmith.core.problem import Problem
 
 if TYPE_CHECKING:
@@ -129,13 +130,14 @@ def _fit(hits: list[SearchHit], budget: int) -> list[KernelExample]:
         if allowed < 200:
             break
         truncated = len(code) > allowed
+        ev = hit.record.evaluation
+        reason = hit.reason + (f" (hybrid kernel: {torch_computes_line(ev.torch_ops)})" if ev.hybrid else "")
         if truncated:
             code = code[:allowed].rsplit("\n", 1)[0] + "\n# ..."
-        room -= len(code) + _HEADER + len(hit.reason)
-        ev = hit.record.evaluation
+        room -= len(code) + _HEADER + len(reason)
         out.append(KernelExample(
             id=hit.record.id, problem_name=hit.record.problem_name, code=code, similarity=hit.similarity,
-            score=hit.score, reason=hit.reason, device_name=ev.device_name, speedup_vs_eager=ev.speedup_vs_eager,
+            score=hit.score, reason=reason, device_name=ev.device_name, speedup_vs_eager=ev.speedup_vs_eager,
             speedup_vs_compile=ev.speedup_vs_compile, truncated=truncated))
     return out
 
@@ -152,12 +154,13 @@ def make_kernel_search_tool(
     def kernel_search(query: str, k: int = 3) -> str:
         """Search memory for verified Triton kernels of similar problems (with their measured speedups).
 
-        query: what the kernel computes, e.g. "conv2d then bias, relu and scale fused" or the PyTorch source.
-        k: how many examples (1-20).
+        Args:
+            query: what the kernel computes, e.g. "conv2d then bias, relu and scale fused" or the PyTorch source.
+            k: how many examples (1-20).
         """
         return search_kernels(query, k=k, memory=memory, device_name=device_name, budget=budget).to_prompt()
 
-    return StructuredTool.from_function(kernel_search, name="kernel_search", parse_docstring=False)
+    return StructuredTool.from_function(kernel_search, name="kernel_search", parse_docstring=True)
 
 
 def __getattr__(name: str) -> Any:

@@ -77,7 +77,11 @@ class MemoryStore:
     def similar(self, problem: Problem, *, k: int, device_name: str | None = None) -> list[RetrievedKernel]:
         from tritonsmith.tools.kernel_search import search_kernels
 
-        found = search_kernels(problem=problem, k=k, device_name=device_name, memory=self.memory)
+        from tritonsmith.memory import SearchFilters
+
+        # The prompt's examples are pure Triton: a hybrid kernel (torch computed part) would teach the fallback.
+        found = search_kernels(problem=problem, k=k, device_name=device_name, memory=self.memory,
+                               filters=SearchFilters(pure_triton_only=True))
         return [_example(ex) for ex in found.examples]
 
     def search_text(self, query: str, *, k: int) -> list[RetrievedKernel]:

@@ -20,13 +20,17 @@ def profile_kernel_tool(problem: Problem | str | Path, *, device: str = "auto", 
     """A LangChain tool bound to ``problem``: the model passes candidate source and reads the summary."""
 
     def profile_candidate(candidate_source: str = "") -> str:
-        """Profile a Triton candidate (Python source defining ModelNew) on this problem: time vs the speed
-        of light, the bound (memory or compute), per-kernel time, registers/spills/shared memory of each
-        Triton kernel, hardware counters, and the next thing to try. Empty source profiles the reference."""
+        """Profile a Triton candidate on this problem: time vs the speed of light, the bound (memory or
+        compute), per-kernel time, registers/spills/shared memory of each Triton kernel, hardware counters,
+        and the next thing to try.
+
+        Args:
+            candidate_source: the complete Python file defining ModelNew; empty profiles the reference.
+        """
         try:  # looked up at call time: a suite worker wraps profile_kernel in the GPU lock
             report = profile_module.profile_kernel(problem, candidate_source or None, device=device, ncu=ncu)
         except ProblemError as exc:
             return f"cannot profile: {exc}"
         return report.feedback()
 
-    return StructuredTool.from_function(profile_candidate, name="profile_kernel")
+    return StructuredTool.from_function(profile_candidate, name="profile_kernel", parse_docstring=True)

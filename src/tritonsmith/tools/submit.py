@@ -9,9 +9,9 @@ __all__ = ["SUBMIT_TOOL_NAME", "bad_arguments", "submit_kernel"]
 SUBMIT_TOOL_NAME = "submit_kernel"
 
 
-@tool(SUBMIT_TOOL_NAME)
+@tool(SUBMIT_TOOL_NAME, parse_docstring=True)
 def submit_kernel(source: str, notes: str = "") -> str:
-    """Submit your candidate for evaluation. Call this once, when your kernel is ready.
+    """Submit your candidate for evaluation (the evaluator's full verdict). Call this once, when it is ready.
 
     Args:
         source: the COMPLETE Python file: imports, the @triton.jit kernel(s), their launcher, and

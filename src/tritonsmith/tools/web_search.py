@@ -161,11 +161,16 @@ def web_search_tool(*, backend: SearchBackend | None = None, domains: Sequence[s
 
     def search_web(query: str, max_results: int = 5) -> str:
         """Search the web (Triton and PyTorch docs, GitHub, papers) for kernel techniques, APIs and error
-        messages. Returns numbered results with title, URL and snippet, or why the search is unavailable."""
+        messages. Returns numbered results with title, URL and snippet, or why the search is unavailable.
+
+        Args:
+            query: what to look for, e.g. an error message or "triton tl.dot input_precision".
+            max_results: how many results to return (1-10).
+        """
         return web_search(query, max_results=max(1, min(int(max_results), 10)), domains=domains, backend=backend,
                           timeout_s=timeout_s, max_chars=max_chars).to_text()
 
-    return StructuredTool.from_function(search_web, name="search_web")
+    return StructuredTool.from_function(search_web, name="search_web", parse_docstring=True)
 
 
 def _search_bounded(engine: SearchBackend, query: str, max_results: int, timeout_s: float, retries: int,
