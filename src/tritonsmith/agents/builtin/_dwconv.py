@@ -14,21 +14,20 @@ from __future__ import annotations
 from typing import Any
 
 from tritonsmith.agents.builtin._ir import Node
-from tritonsmith.agents.builtin._kernels import KernelSource, _Writer
+from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, WindowDim
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
-from tritonsmith.agents.builtin._window import _Dim
 
 __all__ = ["dwconv_kernel"]
 
 
-def _spatial_dims(n: Node, x: Node, x_strides: tuple[int, ...]) -> list[_Dim]:
+def _spatial_dims(n: Node, x: Node, x_strides: tuple[int, ...]) -> list[WindowDim]:
     a = n.attrs
-    return [_Dim(i, o, k, s, p, d, st) for i, o, k, s, p, d, st in
+    return [WindowDim(i, o, k, s, p, d, st) for i, o, k, s, p, d, st in
             zip(x.shape[2:], n.shape[2:], a["kernel"], a["stride"], a["padding"], a["dilation"], x_strides[2:],
                 strict=True)]
 
 
-def _index_lines(n: Node, wins: list[_Dim], xs: tuple[int, ...], xoff: int, ws: tuple[int, ...],
+def _index_lines(n: Node, wins: list[WindowDim], xs: tuple[int, ...], xoff: int, ws: tuple[int, ...],
                  woff: int) -> list[str]:
     """Split the flat output index ``lin`` into window starts ``start{j}``, the output channel ``c`` and
     the batch ``b``; ``xb`` / ``wb`` are the offsets of input channel ``c // mult`` and of filter ``c``."""
@@ -53,7 +52,7 @@ def _index_lines(n: Node, wins: list[_Dim], xs: tuple[int, ...], xoff: int, ws: 
     return lines
 
 
-def _tap_loops(wins: list[_Dim], xptr: str, wptr: str, w_strides: tuple[int, ...]) -> list[str]:
+def _tap_loops(wins: list[WindowDim], xptr: str, wptr: str, w_strides: tuple[int, ...]) -> list[str]:
     """The unrolled filter window: nested static loops, masks only along dims whose window can reach the
     padding, one fp32 FMA per tap."""
     lines = ["acc = tl.zeros([BLOCK], dtype=tl.float32)"]
@@ -85,13 +84,13 @@ def _tap_loops(wins: list[_Dim], xptr: str, wptr: str, w_strides: tuple[int, ...
 def dwconv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
     """out[b, c, o...] = sum over k... of w[c, 0, k...] * x[b, c // mult, o * stride - padding + k * dilation]
     (then the group's epilogue: bias and the elementwise chain)."""
-    w = _Writer(plan, g, name)
+    w = KernelWriter(plan, g, name)
     n = g.nodes[0]
     x, wt = n.args[0], n.args[1]
     xbase, xs, xoff = layout(x, plan.owner)
     wbase, ws, woff = layout(wt, plan.owner)
     xptr, wptr = w.base_ptr(xbase), w.base_ptr(wbase)
-    w._check_size(g.numel)
+    w.check_size(g.numel)
     wins = _spatial_dims(n, x, xs)
     body = _index_lines(n, wins, xs, xoff, ws, woff) + _tap_loops(wins, xptr, wptr, ws[2:])
     body.append(f"v{n.id} = acc  # {_describe(n)}")

@@ -9,7 +9,8 @@ from typing import Any
 from tritonsmith.agents.builtin._convcl import TO_CHANNELS_LAST
 from tritonsmith.agents.builtin._exprs import HELPERS
 from tritonsmith.agents.builtin._ir import EXTERN, INPUT, PARAM, VIEW, Node, UnsupportedError
-from tritonsmith.agents.builtin._kernels import KernelSource, kernel_for
+from tritonsmith.agents.builtin._kernelbase import KernelSource
+from tritonsmith.agents.builtin._kernels import kernel_for
 from tritonsmith.agents.builtin._partition import TORCH, Plan, resolve_base
 from tritonsmith.agents.builtin._trace import TracedProblem
 from tritonsmith.agents.builtin._variants import group_config

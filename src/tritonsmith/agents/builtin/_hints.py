@@ -9,13 +9,12 @@ that spills tries smaller tiles first, one within reach of the speed of light st
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tritonsmith.profiler import hint_codes
 
 if TYPE_CHECKING:
     from tritonsmith.agents.base import Attempt
-    from tritonsmith.agents.builtin._variants import Variant
 
 __all__ = ["NEAR_PEAK_NOTE", "order_by_hints", "profile_hints"]
 
@@ -42,11 +41,22 @@ def profile_hints(history: Sequence[Attempt]) -> tuple[str, ...]:
     return ()
 
 
-def order_by_hints(variants: Sequence[Variant], codes: Sequence[str]) -> list[Variant]:
+class _Keyed(Protocol):
+    """What the ordering reads of a variant (``_variants.Variant``): its key. A protocol, so that this
+    module does not name ``_variants``, which imports it."""
+
+    @property
+    def key(self) -> str: ...
+
+
+V = TypeVar("V", bound=_Keyed)
+
+
+def order_by_hints(variants: Sequence[V], codes: Sequence[str]) -> list[V]:
     """``variants`` with those addressing the first actionable code first (in that code's order); stable."""
     words = next((_PREFER[c] for c in codes if c in _PREFER), ())
 
-    def rank(v: Variant) -> int:
+    def rank(v: V) -> int:
         return next((i for i, w in enumerate(words) if w in v.key), len(words))
 
     return sorted(variants, key=rank)

@@ -7,8 +7,9 @@ time). Reductions always keep their dimensions; ``keepdim=False`` is a reduction
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -108,3 +109,31 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
         strides.append(acc)
         acc *= max(s, 1)
     return tuple(reversed(strides))
+
+
+class Lowering(Protocol):
+    """What a lowering rule (``_lower.LOWERINGS``: ``rule(lw, fx_node, *args, **kwargs)``) sees of the tracer
+    (``_trace._Lowering``, which implements it): the graph it adds to, the variant's graph options and the
+    node builders. Each builder applies torch's shape rules and returns the new node (or its input, where
+    the op changes nothing). A protocol, so that the rules never name the tracer that imports them."""
+
+    g: Graph
+    options: dict[str, Any]
+
+    def pw(self, op: str, *args: Any, dtype: torch.dtype | None = None, **attrs: Any) -> Node: ...
+
+    def reduce(self, op: str, x: Node, dims: list[int] | tuple[int, ...] | None, keepdim: bool) -> Node: ...
+
+    def view(self, x: Node, shape: tuple[int, ...]) -> Node: ...
+
+    def permute(self, x: Node, dims: list[int]) -> Node: ...
+
+    def expand(self, x: Node, shape: tuple[int, ...]) -> Node: ...
+
+    def mm(self, a: Node, b: Node) -> Node: ...
+
+    def extern(self, call: str, args: tuple[Any, ...], val: Any, **attrs: Any) -> Node: ...
+
+    # select / slice: a view whose strides come from applying ``fn`` to a meta tensor of ``x``'s layout
+    def _view_like(self, x: Node, shape: tuple[int, ...], how: str, fn: Callable[[Any], Any],
+                   **attrs: Any) -> Node: ...

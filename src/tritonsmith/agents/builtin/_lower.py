@@ -14,7 +14,7 @@ from tritonsmith.agents.builtin._convcl import channels_last_strides
 from tritonsmith.agents.builtin._ir import PW, SCAN, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill
 
 if TYPE_CHECKING:
-    from tritonsmith.agents.builtin._trace import _Lowering
+    from tritonsmith.agents.builtin._ir import Lowering as _Lowering
 
 aten = torch.ops.aten
 LOWERINGS: dict[Any, Callable[..., Any]] = {}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritonsmith.agents.builtin._ir import PW, REDUCE, Node
-from tritonsmith.agents.builtin._kernels import KernelSource, _Writer, next_pow2
+from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, next_pow2, row_index_lines
 from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan
 
 __all__ = ["Pair", "find_pairs", "row_kernel", "split_plan"]
@@ -137,27 +137,6 @@ def split_plan(g: Group, cfg: dict[str, Any]) -> tuple[int, int]:
     return (split, chunk) if split > 1 else (1, dom.r)
 
 
-def _index_lines(g: Group, i64: bool) -> tuple[list[str], str]:
-    """Lines computing the kept part of the row-major index, and the expression of the reduced part."""
-    dom = g.domain
-    assert dom is not None
-
-    def part(var: str, runs: tuple[tuple[int, int], ...]) -> str:
-        if not runs:
-            return "0"
-        if len(runs) == 1:
-            return var if runs[0][1] == 1 else f"{var} * {runs[0][1]}"
-        (_, s0), (n1, s1) = runs
-        inner = f"({var} % {n1})" + ("" if s1 == 1 else f" * {s1}")
-        return f"({var} // {n1}) * {s0} + {inner}"
-
-    pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
-    lines = [f"k = {pid} * BLOCK_K + tl.arange(0, BLOCK_K)[:, None]",
-             f"kmask = k < {dom.k}",
-             f"kbase = {part('k', dom.kept_runs)}"]
-    return lines, part("r", dom.red_runs)
-
-
 def _needed_full(g: Group, targets: list[Node]) -> list[Node]:
     """Full-rank nodes the targets depend on (kept values are already known), in order."""
     need: set[int] = set()
@@ -240,8 +219,8 @@ class _RowWriter:
     def __init__(self, plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> None:
         assert g.domain is not None
         self.g, self.dom, self.name = g, g.domain, name
-        self.w = _Writer(plan, g, name)
-        self.w._check_size(self.dom.numel)
+        self.w = KernelWriter(plan, g, name)
+        self.w.check_size(self.dom.numel)
         self.pairs = find_pairs(g) if cfg.get("fuse_stats", True) else {}
         self.lv = levels(g, self.pairs)
         self.full_outs = [o for o in g.outputs if g.rank[o.id] == FULL]
@@ -291,7 +270,7 @@ class _RowWriter:
 
     def kernel_text(self, kname: str, body: list[str], constexprs: list[str], extra: tuple[str, ...],
                     title: str) -> str:
-        idx_lines, rpart = _index_lines(self.g, self.w.idx64)
+        idx_lines, rpart = row_index_lines(self.g, self.w.idx64)
         body = idx_lines + [line.replace("RPART", rpart) for line in body]
         return "\n".join([f"@triton.jit\ndef {kname}({self.w.signature(constexprs, extra)}):",
                           self.w.docstring(title)] + [f"    {line}" for line in body]) + "\n"

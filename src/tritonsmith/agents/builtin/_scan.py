@@ -13,16 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 from tritonsmith.agents.builtin._ir import SCAN, Node
-from tritonsmith.agents.builtin._kernels import KernelSource, _Writer
+from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, row_index_lines
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan
-from tritonsmith.agents.builtin._rowkernel import _index_lines
 
 __all__ = ["scan_kernel"]
 
 _SCAN = {"sum": ("tl.cumsum", "0.0", "+"), "prod": ("tl.cumprod", "1.0", "*")}
 
 
-def _scan_lines(w: _Writer, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
+def _scan_lines(w: KernelWriter, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
     """The block's inclusive scan of ``n``'s input, offset by the carry; then the new carry."""
     fn, ident, op = _SCAN[n.op]
     x = w.value(n.args[0], n.args[0].shape, FULL, lines, cache, True)
@@ -35,8 +34,8 @@ def _scan_lines(w: _Writer, n: Node, lines: list[str], cache: dict[Any, str]) ->
 def scan_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
     dom = g.domain
     assert dom is not None
-    w = _Writer(plan, g, name)
-    w._check_size(dom.numel)
+    w = KernelWriter(plan, g, name)
+    w.check_size(dom.numel)
     scan = next(n for n in g.nodes if n.kind == SCAN)
     ident = _SCAN[scan.op][1]
     inner = ["r = r0 + lane", f"mask = kmask & (r < {dom.r})", "lin = kbase + RPART"]
@@ -47,7 +46,7 @@ def scan_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
         else:
             w.pointwise_line(n, inner, cache)
     inner += [w.store(o, FULL) for o in g.outputs]
-    idx_lines, rpart = _index_lines(g, w.idx64)
+    idx_lines, rpart = row_index_lines(g, w.idx64)
     body = idx_lines + ["lane = tl.arange(0, BLOCK_R)[None, :]",
                         f"carry = tl.full([BLOCK_K, 1], {ident}, tl.float32)  # cum{scan.op} of the rows so far",
                         f"for r0 in range(0, {dom.r}, BLOCK_R):"]

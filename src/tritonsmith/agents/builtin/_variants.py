@@ -13,7 +13,8 @@ from tritonsmith.agents.base import Attempt
 from tritonsmith.agents.builtin._convcl import eligible
 from tritonsmith.agents.builtin._hints import order_by_hints, profile_hints
 from tritonsmith.agents.builtin._ir import PW, Node
-from tritonsmith.agents.builtin._kernels import _mm_shapes, next_pow2
+from tritonsmith.agents.builtin._kernelbase import next_pow2
+from tritonsmith.agents.builtin._matmul import mm_shapes
 from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, SCANS, WINDOWS, Group, Plan
 from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
 from tritonsmith.core.results import EvalStatus
@@ -93,7 +94,7 @@ def misaligned(plan: Plan, g: Group) -> bool:
     the same kernel on padded operands issues 18 sixteen-byte ones (it ran at 0.43x of torch.compile on the
     H200, 2026-12-04, against 1.26-1.60x for the aligned level-2 GEMMs).
     """
-    s = _mm_shapes(plan, g)
+    s = mm_shapes(plan, g)
     (_, sam, sak), (_, sbk, sbn) = s.a[1], s.b[1]
     strides = [x for x in (s.a[1][0], sam, sak, s.b[1][0], sbk, sbn) if x not in (0, 1)]
     return s.k % 16 != 0 or s.n % 16 != 0 or s.a[2] % 16 != 0 or s.b[2] % 16 != 0 or \

@@ -9,46 +9,22 @@ before storing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from tritonsmith.agents.builtin._exprs import offset_expr
 from tritonsmith.agents.builtin._ir import Node, numel
-from tritonsmith.agents.builtin._kernels import KernelSource, _Writer
+from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, WindowDim
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
 
 __all__ = ["window_kernel"]
 
 
-@dataclass(frozen=True)
-class _Dim:
-    """One windowed dimension: input size, output size, kernel, stride, padding, dilation, input stride."""
-
-    i: int
-    o: int
-    k: int
-    s: int
-    p: int
-    d: int
-    st: int
-
-    @property
-    def low(self) -> bool:
-        """Can a window position fall before the input (into the left padding)?"""
-        return self.p > 0
-
-    @property
-    def high(self) -> bool:
-        """Can a window position fall past the input (right padding, or ceil_mode's partial window)?"""
-        return (self.o - 1) * self.s - self.p + (self.k - 1) * self.d >= self.i
-
-
-def _dims(n: Node, x: Node, strides: tuple[int, ...]) -> tuple[list[tuple[int, int]], list[_Dim]]:
+def _dims(n: Node, x: Node, strides: tuple[int, ...]) -> tuple[list[tuple[int, int]], list[WindowDim]]:
     """(leading copied dims as (size, stride), windowed dims): size-1 copied dims are dropped, copied dims
     before the first window are the leading part, later copied dims are windows of one element."""
     a = n.attrs
     lead: list[tuple[int, int]] = []
-    wins: list[_Dim] = []
+    wins: list[WindowDim] = []
     for j, (i, o, st) in enumerate(zip(x.shape, n.shape, strides, strict=True)):
         k, s, p, d = a["kernel"][j], a["stride"][j], a["padding"][j], a["dilation"][j]
         copy = (k, s, p, d) == (1, 1, 0, 1)
@@ -57,14 +33,14 @@ def _dims(n: Node, x: Node, strides: tuple[int, ...]) -> tuple[list[tuple[int, i
         if copy and not wins:
             lead.append((o, st))
         else:
-            wins.append(_Dim(i, o, k, s, p, d, st))
+            wins.append(WindowDim(i, o, k, s, p, d, st))
     if not wins:  # every window is one element (a copy): the innermost dim stands as the window
         o, st = lead.pop() if lead else (1, 0)
-        wins.append(_Dim(o, o, 1, 1, 0, 1, st))
+        wins.append(WindowDim(o, o, 1, 1, 0, 1, st))
     return lead, wins
 
 
-def _index_lines(lead: list[tuple[int, int]], wins: list[_Dim], offset: int) -> tuple[list[str], str]:
+def _index_lines(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int) -> tuple[list[str], str]:
     """Lines splitting the flat output index ``lin`` into window starts ``start{j}``; returns them and
     the expression of the leading dims' input offset."""
     lines: list[str] = []
@@ -84,7 +60,7 @@ def _index_lines(lead: list[tuple[int, int]], wins: list[_Dim], offset: int) -> 
     return lines, offset_expr("q", shape, tuple(st for _, st in lead), offset)
 
 
-def _window_loops(n: Node, wins: list[_Dim], ptr: str, base: str, fp32: str) -> list[str]:
+def _window_loops(n: Node, wins: list[WindowDim], ptr: str, base: str, fp32: str) -> list[str]:
     """The unrolled window: nested static loops, per-dim masks only where padding can be hit, fp32 acc."""
     is_max = n.op == "max"
     other = "-float('inf')" if is_max else "0.0"
@@ -114,7 +90,7 @@ def _window_loops(n: Node, wins: list[_Dim], ptr: str, base: str, fp32: str) -> 
     return lines
 
 
-def _divisor(n: Node, wins: list[_Dim]) -> str:
+def _divisor(n: Node, wins: list[WindowDim]) -> str:
     """Average pooling's divisor (torch's semantics): divisor_override; else the window clipped to the
     padded input (count_include_pad) or to the input itself (not count_include_pad). A float literal,
     or an fp32 expression where it varies per output (only at the borders it can reach)."""
@@ -140,12 +116,12 @@ def _divisor(n: Node, wins: list[_Dim]) -> str:
 
 
 def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
-    w = _Writer(plan, g, name)
+    w = KernelWriter(plan, g, name)
     n = g.nodes[0]
     x = n.args[0]
     base, strides, offset = layout(x, plan.owner)
     ptr = w.base_ptr(base)
-    w._check_size(g.numel)
+    w.check_size(g.numel)
     lead, wins = _dims(n, x, strides)
     idx, base_off = _index_lines(lead, wins, offset)
     fp32 = ".to(tl.float32)"

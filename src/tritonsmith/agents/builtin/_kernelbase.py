@@ -1,0 +1,269 @@
+"""What every kernel writer shares: the kernel's source record, the per-kernel writer state (pointers,
+cached loads, elementwise lines, stores, signature, docstring and launcher), and the index helpers two
+families use (row indexing: row and scan kernels; window dimensions: pooling and depthwise convolution).
+
+The kernel families (``_pointwise``, ``_matmul``, ``_rowkernel``, ``_window``, ``_dwconv``, ``_scan``)
+import this module and never each other; ``_kernels.kernel_for`` picks the family of a group.
+"""
+
+from __future__ import annotations
+
+__all__ = ["KernelSource", "KernelWriter", "WindowDim", "describe", "describe_external", "fill_expr", "next_pow2",
+           "row_index_lines"]
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
+from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Node, UnsupportedError, is_fill, numel
+from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout, resolve_base
+
+_IDX64_AT = (1 << 31) - (1 << 24)
+
+
+@dataclass
+class KernelSource:
+    """One group's kernel text and launcher text (``name(a0, a1, ...)`` returns the outputs), and the helper
+    sources (``_exprs.HELPERS`` keys) they call."""
+
+    name: str
+    kernel: str
+    launcher: str
+    bases: list[Node]       # tensors the launcher takes, in order
+    outputs: list[Node]     # tensors it returns, in order
+    helpers: set[str] = field(default_factory=set)
+
+
+def next_pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+class KernelWriter:
+    """Shared state of one kernel: pointer names, cached loads and emitted lines."""
+
+    def __init__(self, plan: Plan, group: Group, name: str) -> None:
+        self.plan, self.g, self.name = plan, group, name
+        self.bases: list[Node] = []
+        self.ptr: dict[int, str] = {}
+        self.helpers: set[str] = set()
+        self.idx64 = False
+        # walk order of a FULL-rank index, slowest dim first (conv-cl: channels-last memory order)
+        self.order: tuple[int, ...] | None = None
+        self.out_format = ""  # "" (contiguous) or a torch memory format the outputs are allocated in
+
+    def base_ptr(self, base: Node) -> str:
+        if base.id not in self.ptr:
+            self.bases.append(base)
+            self.ptr[base.id] = f"in{len(self.bases) - 1}_ptr"
+            self.check_size(base.numel)
+        return self.ptr[base.id]
+
+    def check_size(self, n: int) -> None:
+        if n >= _IDX64_AT:
+            self.idx64 = True
+
+    def value(self, a: Any, use: tuple[int, ...], rank: str, lines: list[str], cache: dict[Any, str],
+              as_float: bool) -> str:
+        """Expression for argument ``a`` of an op whose output has shape ``use`` and ``rank``."""
+        if not isinstance(a, Node):
+            return literal(a, as_float)
+        if self.g.has(a):
+            return f"v{a.id}"
+        fill = resolve_base(a, self.plan.owner)
+        if is_fill(fill):  # a constant: a block of its value, nothing to load
+            return fill_expr(fill, "lin" if rank == FULL else "k")
+        key = (a.id, use, rank)
+        if key not in cache:
+            base, strides, off = layout(a, self.plan.owner)
+            ptr = self.base_ptr(base)
+            idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
+            bstrides = broadcast_strides(a.shape, strides, use)
+            if self.order is not None and rank == FULL:
+                use, bstrides = tuple(use[d] for d in self.order), tuple(bstrides[d] for d in self.order)
+            offs = offset_expr(idx, use, bstrides, off)
+            var = f"x{len(cache)}_{rank[0]}"
+            load = f"tl.load({ptr} + {offs})" if offs.isdigit() else f"tl.load({ptr} + {offs}, mask={mask}, other=0)"
+            cast = ".to(tl.float32)" if a.dtype.is_floating_point else ""
+            lines.append(f"{var} = {load}{cast}  # {describe_external(a)}")
+            cache[key] = var
+        return cache[key]
+
+    def pointwise_line(self, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
+        rank = self.g.rank[n.id]
+        if n.kind == VIEW:
+            lines.append(f"v{n.id} = v{n.args[0].id}  # view as {list(n.shape)}: same elements, same order")
+            return
+        if n.op == "cat":
+            self.cat_lines(n, lines, cache)
+            return
+        as_float = n.dtype.is_floating_point or n.op in ("where",)
+        args = [self.value(a, n.shape, rank, lines, cache, as_float) for a in n.args]
+        idx = "lin" if rank == FULL else "k"
+        lines.append(f"v{n.id} = {pw_expr(n, args, self.helpers, {'idx': idx})}  # {describe(n)}")
+
+    def cat_lines(self, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
+        """``v = cat(sources, dim)``: element ``i`` with index ``c`` along ``dim`` comes from the source whose
+        range ``[lo, lo + size)`` holds ``c``, at the same index with ``c - lo`` along ``dim``. Each source is
+        an external tensor (a masked load through its own strides) or a fill (its value)."""
+        rank = self.g.rank[n.id]
+        idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
+        d = n.attrs["dim"]
+        inner, size = numel(n.shape[d + 1:]), n.shape[d]
+        c = f"c{n.id}"
+        lines.append(f"{c} = {idx if inner == 1 else f'({idx} // {inner})'} % {size}  # index along cat dim {d}")
+        picks: list[tuple[str, str]] = []
+        lo = 0
+        for j, src in enumerate(n.node_args()):
+            hi = lo + src.shape[d]
+            sel = f"sel{n.id}_{j}"
+            bounds = ([f"({c} >= {lo})"] if lo > 0 else []) + ([f"({c} < {hi})"] if hi < size else [])
+            lines.append(f"{sel} = {' & '.join(bounds)}  # from source {j}: {describe_external(src)}")
+            if is_fill(resolve_base(src, self.plan.owner)):
+                picks.append((sel, self.value(src, src.shape, rank, lines, cache, n.dtype.is_floating_point)))
+            else:
+                picks.append((sel, self._cat_load(n, j, src, (idx, mask, c, sel), (lo, inner, size), lines)))
+            lo = hi
+        expr = picks[-1][1]  # the last source takes every remaining (and every masked) lane
+        for sel, val in reversed(picks[:-1]):
+            expr = f"tl.where({sel}, {val}, {expr})"
+        lines.append(f"v{n.id} = {expr}  # {describe(n)}")
+
+    def _cat_load(self, n: Node, j: int, src: Node, names: tuple[str, str, str, str],
+                  geo: tuple[int, int, int], lines: list[str]) -> str:
+        """Masked load of cat source ``j`` at the element's row-major index within that source."""
+        idx, mask, c, sel = names
+        lo, inner, size = geo
+        outer = numel(n.shape) // (inner * size)
+        terms = [f"({idx} // {inner * size}) * {src.shape[n.attrs['dim']] * inner}"] if outer > 1 else []
+        terms.append(f"({c} - {lo})" + (f" * {inner}" if inner > 1 else ""))
+        if inner > 1:
+            terms.append(f"{idx} % {inner}")
+        local = f"i{n.id}_{j}"
+        # lanes of other sources get index 0 so that no address is ever out of range, even masked ones
+        lines.append(f"{local} = tl.where({sel}, {' + '.join(terms)}, 0)")
+        base, strides, off = layout(src, self.plan.owner)
+        offs = offset_expr(local, src.shape, strides, off)
+        cast = ".to(tl.float32)" if src.dtype.is_floating_point else ""
+        var = f"x{n.id}_{j}"
+        lines.append(f"{var} = tl.load({self.base_ptr(base)} + {offs}, mask={mask} & {sel}, other=0){cast}")
+        return var
+
+    def store(self, n: Node, rank: str, mask: str | None = None) -> str:
+        idx, default = ("lin", "mask") if rank == FULL else ("k", "kmask")
+        return (f"tl.store(out{self.g.outputs.index(n)}_ptr + {idx}, v{n.id}.to({TL_DTYPE[n.dtype]}), "
+                f"mask={mask or default})")
+
+    def signature(self, constexprs: list[str], extra_ptrs: tuple[str, ...] = ()) -> str:
+        ptrs = [self.ptr[b.id] for b in self.bases] + [f"out{i}_ptr" for i in range(len(self.g.outputs))]
+        return ", ".join(ptrs + list(extra_ptrs) + [f"{c}: tl.constexpr" for c in constexprs])
+
+    def docstring(self, title: str) -> str:
+        math = "\n".join(f"        {describe(n)}" for n in self.g.nodes if n.kind != VIEW)
+        ins = ", ".join(f"in{i} = {describe_external(b)}" for i, b in enumerate(self.bases))
+        outs = ", ".join(f"out{i} = v{o.id}{list(o.shape)}" for i, o in enumerate(self.g.outputs))
+        return f'    """{title}\n\n    Inputs: {ins}. Outputs: {outs}.\n    Math (fp32):\n{math}\n    """'
+
+    def launcher(self, grid: str, meta: dict[str, int | str], comment: str) -> str:
+        return self.launcher_multi([(f"{self.name}_kernel", grid, meta)], comment)
+
+    def launcher_multi(self, launches: list[tuple[str, str, dict[str, int | str]]], comment: str,
+                       workspace: dict[str, tuple[tuple[int, ...], str]] | None = None,
+                       own_args: dict[int, list[str]] | None = None) -> str:
+        """Validate the inputs, allocate outputs (and scratch ``workspace``: name -> (shape, dtype)), then
+        launch each (kernel, grid, constexprs) in order: with the inputs, outputs and scratch tensors as
+        arguments, or with ``own_args[i]`` for launch ``i``."""
+        args = [f"a{i}" for i in range(len(self.bases))]
+        if not args:
+            raise UnsupportedError(f"{self.name} would read no tensor: its outputs are constants")
+        lines = [f"def {self.name}({', '.join(f'{a}: torch.Tensor' for a in args)}):",
+                 f'    """{comment}"""']
+        for a, b in zip(args, self.bases, strict=True):
+            lines.append(f"    _expect({a}, {tuple(b.shape)}, {tuple(layout(b, self.plan.owner)[1])}, '{a}')")
+        dev = args[0] if args else "None"
+        outs = []
+        for i, o in enumerate(self.g.outputs):
+            outs.append(f"out{i}")
+            fmt = f", memory_format={self.out_format}" if self.out_format else ""
+            lines.append(f"    out{i} = torch.empty({tuple(o.shape)}, device={dev}.device, dtype={o.dtype}{fmt})")
+        scratch = []
+        for wname, (shape, dtype) in (workspace or {}).items():
+            scratch.append(wname)
+            lines.append(f"    {wname} = torch.empty({shape}, device={dev}.device, dtype={dtype})  # scratch")
+        for i, (kernel, grid, meta) in enumerate(launches):
+            kw = ", ".join(f"{k}={v!r}" for k, v in meta.items())
+            call_args = (own_args or {}).get(i, args + outs + scratch)
+            lines.append(f"    {kernel}[{grid}]({', '.join(call_args)}, {kw})")
+        lines.append(f"    return {', '.join(outs)}")
+        return "\n".join(lines) + "\n"
+
+
+def fill_expr(n: Node, idx: str) -> str:
+    """A block (the shape of index ``idx``) of fill ``n``'s value; floats in fp32 as all math."""
+    dt = "tl.float32" if n.dtype.is_floating_point else TL_DTYPE[n.dtype]
+    return f"tl.full({idx}.shape, {literal(n.attrs['value'], n.dtype.is_floating_point)}, {dt})"
+
+
+def describe(n: Node) -> str:
+    def arg(a: Any) -> str:
+        if isinstance(a, Node) and is_fill(a):
+            return f"full({a.attrs['value']!r})"
+        return f"v{a.id}" if isinstance(a, Node) else repr(a)
+
+    if n.kind == REDUCE:
+        return f"v{n.id}{list(n.shape)} = {n.op}(v{n.args[0].id}, dims={list(n.dims)})"
+    extra = ", ".join(f"{k}={v}" for k, v in n.attrs.items() if k not in ("bias_of",))
+    body = ", ".join([arg(a) for a in n.args] + ([extra] if extra else []))
+    return f"v{n.id}{list(n.shape)} = {n.op or n.kind}({body})"
+
+
+def describe_external(a: Node) -> str:
+    return f"{a.name or f'v{a.id}'}{list(a.shape)}"
+
+
+# -- shared by row and scan kernels ------------------------------------------------------------
+def row_index_lines(g: Group, i64: bool) -> tuple[list[str], str]:
+    """Lines computing the kept part of the row-major index, and the expression of the reduced part."""
+    dom = g.domain
+    assert dom is not None
+
+    def part(var: str, runs: tuple[tuple[int, int], ...]) -> str:
+        if not runs:
+            return "0"
+        if len(runs) == 1:
+            return var if runs[0][1] == 1 else f"{var} * {runs[0][1]}"
+        (_, s0), (n1, s1) = runs
+        inner = f"({var} % {n1})" + ("" if s1 == 1 else f" * {s1}")
+        return f"({var} // {n1}) * {s0} + {inner}"
+
+    pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
+    lines = [f"k = {pid} * BLOCK_K + tl.arange(0, BLOCK_K)[:, None]",
+             f"kmask = k < {dom.k}",
+             f"kbase = {part('k', dom.kept_runs)}"]
+    return lines, part("r", dom.red_runs)
+
+
+# -- shared by pooling and depthwise convolution windows ------------------------------------------
+@dataclass(frozen=True)
+class WindowDim:
+    """One windowed dimension: input size, output size, kernel, stride, padding, dilation, input stride."""
+
+    i: int
+    o: int
+    k: int
+    s: int
+    p: int
+    d: int
+    st: int
+
+    @property
+    def low(self) -> bool:
+        """Can a window position fall before the input (into the left padding)?"""
+        return self.p > 0
+
+    @property
+    def high(self) -> bool:
+        """Can a window position fall past the input (right padding, or ceil_mode's partial window)?"""
+        return (self.o - 1) * self.s - self.p + (self.k - 1) * self.d >= self.i
