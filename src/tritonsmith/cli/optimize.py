@@ -87,14 +87,14 @@ def optimize_command(
         try:
             check = precheck(prob, device=settings.device, scale=settings.scale, trials=settings.trials,
                              timeout_s=settings.eval_timeout_s)
+            for line in check.lines:
+                console.print(line)
+            result = _run(console, ref_path, layer, kernel, target, resume=resume)
         except ProblemError as exc:
             fail(str(exc))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # before the loop's first state (the reference check, building the graph)
             console.print("[yellow]interrupted[/yellow] before the first attempt: nothing to keep")
             raise typer.Exit(INTERRUPTED_EXIT) from None
-        for line in check.lines:
-            console.print(line)
-        result = _run(console, ref_path, layer, kernel, target, resume=resume)
     _finish(console, result, target, ref_path)
 
 
