@@ -194,6 +194,10 @@ def _finish(console: Console, result: OptimizeResult, target: Path, ref_path: Pa
     console.print(f"[{colour}]{result.status}[/{colour}]{escape(hybrid)}: {escape(result.reason)}")
     for path in written:
         console.print(f"  wrote {escape(str(path))}")
+    last = result.attempts[-1] if result.attempts else None
+    if not result.ok and last is not None and last.status == "model_error":
+        console.print("  hint: --generator builtin runs without a model; --resume continues this run once the "
+                      "model server answers", soft_wrap=True)
     if result.best_source is not None:
         from tritonsmith.graphs import check_command
 
