@@ -8,6 +8,7 @@ gives every value's shape and dtype, the parameter names (``graph_signature``) a
 
 from __future__ import annotations
 
+import keyword
 import logging
 import operator
 import warnings
@@ -21,7 +22,7 @@ from tritonsmith.problem import Problem
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TracedProblem", "export_problem", "trace_problem"]
+__all__ = ["TracedProblem", "attribute_expr", "export_problem", "trace_problem"]
 
 aten = torch.ops.aten
 
@@ -36,8 +37,16 @@ class TracedProblem:
         self.scalars: dict[int, Any] = {}  # position among forward args -> the value export baked in
 
 
-def export_problem(problem: Problem) -> tuple[Any, list[Any]]:
-    """``torch.export`` the reference on the ``meta`` device (no data, no GPU); returns (program, inputs)."""
+Exported = tuple[Any, list[Any], dict[str, str]]
+
+
+def export_problem(problem: Problem) -> Exported:
+    """``torch.export`` the reference on the ``meta`` device (no data, no GPU).
+
+    Returns (program, inputs, accessors): ``accessors`` maps every parameter and buffer path of the module
+    tree (``features.3.weight``) to the Python expression that reads it from ``self``
+    (``self.features[3].weight``).
+    """
     from tritonsmith._problem_meta import exec_reference, instantiate
 
     module = exec_reference(problem.source, problem.name)
@@ -47,11 +56,31 @@ def export_problem(problem: Problem) -> tuple[Any, list[Any]]:
         warnings.simplefilter("ignore")
         program = torch.export.export(model, tensors)
         program = program.run_decompositions()
-    return program, inputs
+    paths = [n for n, _ in model.named_parameters(remove_duplicate=False)]
+    paths += [n for n, _ in model.named_buffers(remove_duplicate=False)]
+    return program, inputs, {p: attribute_expr(model, p) for p in paths}
+
+
+def attribute_expr(model: torch.nn.Module, path: str) -> str:
+    """The expression that reads the dotted ``path`` from ``self``: items of ``Sequential``/``ModuleList``
+    by index, of ``ModuleDict``/``ParameterDict`` by key, other names as attributes (``getattr`` when the
+    name is not an identifier)."""
+    expr, obj = "self", model
+    for part in path.split("."):
+        if isinstance(obj, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)) and part.isdigit():
+            expr += f"[{int(part)}]"
+        elif isinstance(obj, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+            expr += f"[{part!r}]"
+        elif part.isidentifier() and not keyword.iskeyword(part):
+            expr += f".{part}"
+        else:
+            expr = f"getattr({expr}, {part!r})"
+        obj = obj[part] if isinstance(obj, (torch.nn.ModuleDict, torch.nn.ParameterDict)) else getattr(obj, part)
+    return expr
 
 
 def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
-                  exported: tuple[Any, list[Any]] | None = None) -> TracedProblem:
+                  exported: Exported | None = None) -> TracedProblem:
     """Export ``problem`` and lower it; raises :class:`UnsupportedError` naming the first op it cannot lower.
 
     ``options`` steer graph rewrites (``split_k``); ``exported`` reuses an earlier export.
@@ -61,8 +90,9 @@ def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
             exported = export_problem(problem)
         except Exception as exc:  # export failures are the reference's limitation, reported to the caller
             raise UnsupportedError(f"torch.export could not trace the reference: {type(exc).__name__}: {exc}") from exc
-    program, inputs = exported
-    return _Lowering(program, inputs, options or {}, constant_values=lambda: _constants_on_cpu(problem)).run()
+    program, inputs, accessors = exported
+    return _Lowering(program, inputs, options or {}, accessors=accessors,
+                     constant_values=lambda: _constants_on_cpu(problem)).run()
 
 
 def _constants_on_cpu(problem: Problem) -> dict[str, Any]:
@@ -92,8 +122,10 @@ class _Lowering:
     """Walks the exported FX graph, mapping each node to IR nodes (or tuples of them)."""
 
     def __init__(self, program: Any, inputs: list[Any], options: dict[str, Any], *,
+                 accessors: dict[str, str] | None = None,
                  constant_values: Callable[[], dict[str, Any]] | None = None) -> None:
         self.program = program
+        self.accessors = accessors or {}
         self.inputs = inputs
         self.options = options
         self._constant_values = constant_values
@@ -115,7 +147,7 @@ class _Lowering:
                 val = fx.meta.get("val")
                 if fx.name in to_param:
                     path = to_param[fx.name]
-                    self.env[fx.name] = self._tensor(PARAM, val, name=f"self.{path}")
+                    self.env[fx.name] = self._tensor(PARAM, val, name=self.accessors.get(path, _getter(path)))
                 elif fx.name in constants:
                     self.env[fx.name] = self._constant(constants[fx.name])
                 elif not isinstance(val, torch.Tensor):
@@ -238,6 +270,15 @@ class _Lowering:
         if isinstance(a, (list, tuple)):
             return type(a)(self._arg(x) for x in a)
         return a
+
+
+def _getter(path: str) -> str:
+    """An expression for a parameter/buffer path without the module tree at hand (always valid Python)."""
+    if all(p.isidentifier() and not keyword.iskeyword(p) for p in path.split(".")):
+        return f"self.{path}"
+    head, _, leaf = path.rpartition(".")
+    owner = f"self.get_submodule({head!r})" if head else "self"
+    return f"getattr({owner}, {leaf!r})"
 
 
 def _live_nodes(graph: Any, n_user_outputs: int) -> set[Any]:
