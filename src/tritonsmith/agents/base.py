@@ -45,13 +45,18 @@ class TokenUsage:
 
 @dataclass(frozen=True, kw_only=True)
 class Candidate:
-    """A generator's answer. ``source`` is None when it had nothing to offer; ``note`` says why."""
+    """A generator's answer. ``source`` is None when it had nothing to offer; ``note`` says why.
+
+    ``error`` holds the traceback when the generator itself failed (a bug of ours, not a limitation): the
+    attempt is recorded with status ``error`` and the loop goes on.
+    """
 
     source: str | None
     note: str = ""
     variant: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     exhausted: bool = False
+    error: str | None = None
 
 
 @runtime_checkable

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonsmith.graphs.state import NO_CODE, AttemptRecord
+from tritonsmith.graphs.state import GENERATOR_ERROR, NO_CODE, AttemptRecord
 from tritonsmith.problem import Problem, ProblemError, ProblemInfo
 
 # H100-class figures for a roofline estimate (per-second rates); a ridge point = FLOP/s / (byte/s).
@@ -70,6 +70,8 @@ _HINTS = {
     "rejected": ("The evaluator rejected the candidate: the computation must happen in @triton.jit kernels, "
                  "not in torch calls, and it must not read the reference's results."),
     NO_CODE: ("No code was submitted. Submit the complete file through submit_kernel or one ```python block."),
+    GENERATOR_ERROR: ("The generator itself failed (its traceback is in the attempt's record); the next iteration "
+                      "tries again."),
 }
 
 

@@ -43,6 +43,7 @@ class AttemptSummary:
     source: str | None
     note: str = ""
     variant: str | None = None
+    error: str | None = None  # the generator's traceback when it failed (status ``error``)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,7 +98,7 @@ class OptimizeResult:
             attempts=tuple(AttemptSummary(iteration=a["iteration"], generator=a["generator"], status=a["status"],
                                           message=a["message"], reward=a["reward"], reward_basis=a["reward_basis"],
                                           speedup=a["speedup"], source=a["source"], note=a["note"],
-                                          variant=a.get("variant"))
+                                          variant=a.get("variant"), error=a.get("error"))
                            for a in state.get("attempts", [])),
             input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
             cost_usd=usage.get("cost_usd"), notes=tuple(state.get("notes", [])), settings=settings.public_dict())

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 __all__ = [
     "AttemptRecord",
     "Decision",
+    "GENERATOR_ERROR",
     "KernelInput",
     "KernelState",
     "PendingCandidate",
@@ -23,6 +24,7 @@ __all__ = [
 ]
 
 NO_CODE = "no_code"  # the attempt's status when the generator produced no code
+GENERATOR_ERROR = "error"  # the attempt's status when the generator itself failed (its traceback is kept)
 
 
 class ProblemSpec(TypedDict):
@@ -43,10 +45,12 @@ class PendingCandidate(TypedDict):
     generator: str
     note: str
     variant: NotRequired[str | None]
+    error: NotRequired[str | None]
 
 
 class AttemptRecord(TypedDict):
-    """One evaluated attempt. ``status`` is an EvalStatus value or ``"no_code"``."""
+    """One evaluated attempt. ``status`` is an EvalStatus value, ``"no_code"`` or ``"error"`` (the generator
+    failed: ``error`` holds its traceback)."""
 
     iteration: int
     generator: str
@@ -62,6 +66,7 @@ class AttemptRecord(TypedDict):
     profile: NotRequired[str]
     variant: NotRequired[str | None]
     duplicate_of: NotRequired[int | None]
+    error: NotRequired[str | None]
 
 
 class Usage(TypedDict):
