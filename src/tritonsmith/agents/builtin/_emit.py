@@ -183,11 +183,19 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
             return f"{src}.{'expand' if how == 'expand' else 'view'}({tuple(a.shape)})"
         raise UnsupportedError(f"internal error: {a} is not available in forward")
 
+    shared: dict[str, str] = {}  # a torch call with several outputs (an LSTM's): its result's name
     for g in plan.groups:
         if g.kind == TORCH:
             n = g.nodes[0]
             call = n.attrs["call"].format(*[expr(a) for a in n.args if isinstance(a, Node)])
             names[n.id] = f"t{n.id}"
+            if "call_id" in n.attrs:
+                if n.attrs["call_id"] not in shared:
+                    shared[n.attrs["call_id"]] = f"r{n.id}"
+                    lines.append(f"        r{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
+                call = f"{shared[n.attrs['call_id']]}[{n.attrs['item']}]"
+                lines.append(f"        t{n.id} = {call}")
+                continue
             lines.append(f"        t{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
             continue
         k = kernels[g.index]

@@ -12,6 +12,7 @@ import torch
 
 from tritonsmith.agents.builtin._convcl import channels_last_strides
 from tritonsmith.agents.builtin._ir import PW, SCAN, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill
+from tritonsmith.agents.builtin._rnn import lower_rnn
 
 if TYPE_CHECKING:
     from tritonsmith.agents.builtin._trace import _Lowering
@@ -562,3 +563,20 @@ def _cat(lw: _Lowering, fx: Any, tensors: Any, dim: int = 0) -> Node:
     if all(is_fill(t) and t.attrs["value"] == srcs[0].attrs["value"] for t in srcs):
         return lw.g.add(Node(PW, tuple(val.shape), val.dtype, op="full", attrs=dict(srcs[0].attrs)))
     return lw.g.add(Node(PW, tuple(val.shape), val.dtype, args=tuple(srcs), op="cat", attrs={"dim": dim}))
+
+
+@_reg(torch.ops.tritonsmith_builtin.rnn.default)
+def _rnn(lw: _Lowering, fx: Any, *args: Any) -> Any:
+    """LSTM / GRU / RNN layers: one torch call each (``_rnn.py``), the work around them in Triton."""
+    return lower_rnn(lw, fx, *args)
+
+
+@_reg(aten.logical_not.default)
+def _logical_not(lw: _Lowering, fx: Any, x: Node) -> Node:
+    return lw.pw("eq", x, False if x.dtype == torch.bool else 0, dtype=torch.bool)
+
+
+@_reg(aten.logical_and.default, aten.logical_or.default)
+def _logical(lw: _Lowering, fx: Any, a: Node, b: Node) -> Node:
+    a, b = (lw.pw("ne", t, False if t.dtype == torch.bool else 0, dtype=torch.bool) for t in (a, b))
+    return lw.pw("mul" if fx.target is aten.logical_and.default else "maximum", a, b, dtype=torch.bool)

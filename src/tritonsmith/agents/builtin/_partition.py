@@ -136,7 +136,8 @@ class _Partitioner:
         for i, g in enumerate(self.groups):
             g.index = i
         self._mark_outputs()
-        torch_ops = [g.nodes[0].attrs.get("op", "torch") for g in self.groups if g.kind == TORCH]
+        calls = {g.nodes[0].attrs.get("call_id", g.index): g.nodes[0] for g in self.groups if g.kind == TORCH}
+        torch_ops = [n.attrs.get("op", "torch") for n in calls.values()]  # one torch call, several outputs: once
         return Plan(self.graph, self.groups, self.owner, torch_ops)
 
     # -- placement ---------------------------------------------------------------------------------

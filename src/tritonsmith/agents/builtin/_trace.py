@@ -49,8 +49,11 @@ def export_problem(problem: Problem) -> Exported:
     """
     from tritonsmith._problem_meta import exec_reference, instantiate
 
+    from tritonsmith.agents.builtin._rnn import patch_recurrent
+
     module = exec_reference(problem.source, problem.name)
     model, _, inputs = instantiate(module, problem.name, "meta")
+    patch_recurrent(model)
     tensors = tuple(inputs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -103,12 +106,14 @@ def _constants_on_cpu(problem: Problem) -> dict[str, Any]:
     on the shapes). Empty when the problem cannot be scaled or exported that way.
     """
     from tritonsmith._problem_meta import exec_reference, instantiate
+    from tritonsmith.agents.builtin._rnn import patch_recurrent
     from tritonsmith.problem import ProblemError
 
     try:
         small = problem.scaled()
         module = exec_reference(small.source, small.name)
         model, _, inputs = instantiate(module, small.name, "cpu")
+        patch_recurrent(model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             program = torch.export.export(model, tuple(inputs)).run_decompositions()
