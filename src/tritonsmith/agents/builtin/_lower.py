@@ -580,3 +580,13 @@ def _logical_not(lw: _Lowering, fx: Any, x: Node) -> Node:
 def _logical(lw: _Lowering, fx: Any, a: Node, b: Node) -> Node:
     a, b = (lw.pw("ne", t, False if t.dtype == torch.bool else 0, dtype=torch.bool) for t in (a, b))
     return lw.pw("mul" if fx.target is aten.logical_and.default else "maximum", a, b, dtype=torch.bool)
+
+
+@_reg(aten.any.dim, aten.any.dims, aten.any.default, aten.all.dim, aten.all.dims, aten.all.default)
+def _any_all(lw: _Lowering, fx: Any, x: Node, dim: Any = None, keepdim: bool = False) -> Node:
+    """``any`` / ``all`` as a max / min of 0-or-1 values (the attention decomposition asks whether a row is
+    fully masked)."""
+    dims = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    ones = lw.pw("ne", x, False if x.dtype == torch.bool else 0, dtype=torch.bool)
+    red = lw.reduce("max" if "any" in str(fx.target) else "min", lw.pw("cast", ones, dtype=torch.float32), dims, keepdim)
+    return lw.pw("ne", red, 0.0, dtype=torch.bool)

@@ -222,6 +222,8 @@ class _Lowering:
         shape = _resolve_shape(x.numel, shape)
         if shape == x.shape:
             return x
+        if not _viewable(x, shape):  # e.g. attention's heads merged back after a transpose: copy first
+            x = self.pw("cast", x, dtype=x.dtype)
         return self._view_like(x, shape, "reshape", lambda t: t.view(shape))
 
     def permute(self, x: Node, dims: list[int]) -> Node:
@@ -275,6 +277,28 @@ class _Lowering:
         if isinstance(a, (list, tuple)):
             return type(a)(self._arg(x) for x in a)
         return a
+
+
+def _viewable(x: Node, shape: tuple[int, ...]) -> bool:
+    """Whether ``x`` (a chain of views over a tensor in memory: an input, a torch call's output, or a value
+    a kernel stores contiguously) can be reshaped to ``shape`` without a copy."""
+    from tritonsmith.agents.builtin._partition import apply_view
+
+    chain, a = [], x
+    while a.kind == VIEW:
+        chain.append(a)
+        a = a.args[0]
+    if not chain:
+        return True
+    strides = a.strides if a.addressable and a.strides is not None else None
+    t = torch.empty_strided(a.shape, strides, device="meta") if strides else torch.empty(a.shape, device="meta")
+    try:
+        for v in reversed(chain):
+            t = apply_view(t, v)
+        t.view(shape)
+    except RuntimeError:
+        return False
+    return True
 
 
 def _getter(path: str) -> str:
