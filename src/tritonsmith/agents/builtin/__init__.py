@@ -137,6 +137,7 @@ class BuiltinGenerator:
             return Candidate(source=None, exhausted=True, error=state.bug,
                              note=f"builtin: internal error while planning: {_last_line(state.bug)}")
         history = list(request.history)
+        unwritable: list[str] = []  # why variants of this call could not be written
         while True:
             variant = choose_variant(state.menu, history)
             if variant is None:
@@ -144,6 +145,8 @@ class BuiltinGenerator:
 
                 why = NEAR_PEAK_NOTE if "near_peak" in profile_hints(history) else \
                     f"all {len(state.menu)} variants tried; no further ideas"
+                if unwritable and not any(a.source for a in request.history):
+                    why = f"cannot write this problem: {unwritable[0]}"  # every variant failed at the same op
                 return Candidate(source=None, exhausted=True, note=f"builtin: {why}")
             try:
                 traced, plan = _plan(problem, variant.options, state.exported)
@@ -153,6 +156,7 @@ class BuiltinGenerator:
                 log.info("builtin: variant %s of %s not writable: %s", variant.key, problem.name, exc)
                 from tritonsmith.agents.base import Attempt
 
+                unwritable.append(str(exc))
                 history.append(Attempt(iteration=-1, source=None, result=None, feedback=str(exc), reward=0.0,
                                        generator=self.name, variant=variant.key))
                 continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import keyword
 import logging
+import math
 import operator
 import warnings
 from collections.abc import Callable
@@ -51,8 +52,14 @@ def export_problem(problem: Problem) -> Exported:
 
     from tritonsmith.agents.builtin._rnn import patch_recurrent
 
+    from tritonsmith.problem import ProblemError
+
     module = exec_reference(problem.source, problem.name)
-    model, _, inputs = instantiate(module, problem.name, "meta")
+    try:
+        model, _, inputs = instantiate(module, problem.name, "meta")
+    except ProblemError as exc:  # an __init__ that reads values (``.item()``): build it for real on the CPU
+        log.info("builtin: %s cannot be built on the meta device (%s); building it on the CPU", problem.name, exc)
+        model, _, inputs = instantiate(module, problem.name, "cpu")
     patch_recurrent(model)
     tensors = tuple(inputs)
     with warnings.catch_warnings():
@@ -197,7 +204,9 @@ class _Lowering:
         return self.g.add(Node(kind, tuple(val.shape), val.dtype, name=name, strides=tuple(val.stride()),
                                offset=int(val.storage_offset())))
 
-    def pw(self, op: str, *args: Any, dtype: torch.dtype | None = None, **attrs: Any) -> Node:
+    def pw(self, op: str, *args: Any, dtype: torch.dtype | None = None, **attrs: Any) -> Any:
+        if args and not any(isinstance(a, Node) for a in args) and op in _FOLD:
+            return _FOLD[op](*args)  # arithmetic on constants (``torch.log(torch.tensor(100.0))``): a number
         shapes = [a.shape for a in args if isinstance(a, Node)]
         shape = tuple(torch.broadcast_shapes(*shapes)) if shapes else ()
         if dtype is None:
@@ -277,6 +286,12 @@ class _Lowering:
         if isinstance(a, (list, tuple)):
             return type(a)(self._arg(x) for x in a)
         return a
+
+
+_FOLD: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv, "neg": operator.neg,
+    "log": math.log, "exp": math.exp, "sqrt": math.sqrt, "reciprocal": lambda x: 1.0 / x,
+    "rsqrt": lambda x: 1.0 / math.sqrt(x)}
 
 
 def _viewable(x: Node, shape: tuple[int, ...]) -> bool:
