@@ -58,6 +58,7 @@ def eval_command(
     scale: Annotated[bool, typer.Option(help="Scale the problem's shapes down first (reported).")] = False,
     timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the worker, seconds.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    generalize: Annotated[bool, typer.Option(help="Also check it with the inputs' leading dim halved and odd.")] = False,
 ) -> None:
     """Check a Triton candidate against its reference and, on a GPU, time it against eager and torch.compile."""
     from tritonsmith.tools.evaluate import evaluate
@@ -66,7 +67,7 @@ def eval_command(
     try:
         with console.status(f"evaluating {cand_path.name} on {device}...", spinner="dots"):
             result = evaluate(ref_path, cand_path, device=device, trials=trials, tolerance=tolerance,  # type: ignore[arg-type]
-                              policy=policy, scale=scale, timeout_s=timeout)
+                              policy=policy, scale=scale, timeout_s=timeout, generalize=generalize)
     except (ProblemError, ValueError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -103,6 +104,8 @@ def result_table(result) -> Table:  # noqa: ANN001 - EvalResult, imported lazily
         table.add_row("timing", result.timing_note)
     if result.scaling_note:
         table.add_row("[yellow]scaled[/yellow]", result.scaling_note)
+    if result.generalizes:
+        table.add_row("generalizes", f"{result.generalizes} ({result.generalize_note})")
     table.add_row("wall time", f"{result.wall_s:.1f} s")
     return table
 

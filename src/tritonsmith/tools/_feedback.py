@@ -44,5 +44,7 @@ def format_feedback(result: EvalResult, *, limit: int = 2500) -> str:
         lines.append(result.timing_note)
     if result.scaling_note:
         lines.append(result.scaling_note)
+    if result.generalizes:
+        lines.append(f"generalizes: {result.generalizes} ({result.generalize_note})")
     text = "\n".join(lines)
     return text if len(text) <= limit else text[: limit - 20] + "\n... (trimmed)"
