@@ -33,7 +33,15 @@ kernel per group:
   padding masked, the filter taps loaded per output channel, one fp32 FMA per tap (exact fp32, no
   tensor cores: the op is memory-bound), the bias and the following elementwise chain as epilogue;
 - all other convolutions (dense, grouped, transposed) stay torch calls, with the chain after them fused
-  into Triton (the hybrid policy: the candidate's note names the torch ops that remain).
+  into Triton (the hybrid policy: the candidate's note names the torch ops that remain); so do LSTM / GRU /
+  RNN layers (``_rnn.py``: traced as one custom op each, one call for all the outputs used) and indexing
+  by a tensor;
+- whole models: parameters and buffers of any module tree are read through Python a reader can follow
+  (``self.features[3].weight``, ``self.heads['aux-1'].weight``); the reference's submodule classes,
+  helpers and imports are copied (submodule ``forward`` methods dropped: ModelNew's forward computes).
+
+A bug of ours in one variant returns a candidate with ``error`` (its traceback) naming the variant; the
+loop records it as an ``error`` attempt and the next call tries another variant.
 
 Kernel kinds (in notes, ``PlanSummary.kernels`` and kernel names ``_<kind>_<i>_kernel``): pointwise,
 row, matmul, window, scan.
