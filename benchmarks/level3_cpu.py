@@ -31,7 +31,37 @@ def _order(p: Path) -> tuple[int, str]:
     return (int(head) if head.isdigit() else 0, p.name)
 
 
-def one(path: Path, check: bool, check_timeout: float) -> dict[str, Any]:
+def builds_like_reference(problem: Any, source: str) -> str:
+    """Import the candidate (Triton interpreter) and build ModelNew and Model on the meta device: ``same
+    parameters`` when their parameters and buffers have the same names and shapes, else what differs."""
+    import importlib.util
+    import tempfile
+
+    import torch
+
+    from tritonsmith._problem_meta import exec_reference
+
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location("_l3_candidate", f.name)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as exc:  # the candidate failed to import: that is the finding
+        return f"import failed: {type(exc).__name__}: {exc}"
+    ref = exec_reference(problem.source, problem.name)
+    with torch.device("meta"):
+        init = ref.get_init_inputs()
+        want = {k: tuple(v.shape) for k, v in ref.Model(*init).state_dict().items()}
+        got = {k: tuple(v.shape) for k, v in mod.ModelNew(*init).state_dict().items()}
+    if want != got:
+        diff = sorted(set(want.items()) ^ set(got.items()))[:4]
+        return f"parameters differ: {diff}"
+    return "builds, same parameters"
+
+
+def one(path: Path, check: bool, check_timeout: float, limits: tuple[int, int]) -> dict[str, Any]:
     """Generate (and optionally check) one problem in this process; returns its row."""
     import traceback
 
@@ -56,9 +86,10 @@ def one(path: Path, check: bool, check_timeout: float) -> dict[str, Any]:
     from tritonsmith.tools.evaluate import evaluate
 
     try:
-        small = problem.scaled()
+        small = problem.scaled(max_elements=limits[0], max_flops=limits[1])
     except ProblemError as exc:
-        row["check"] = f"not scalable: {exc}"
+        row["check"] = "not scalable"
+        row["check_message"] = f"{str(exc)[:200]}; {builds_like_reference(problem, cand.source)}"
         return row
     t1 = time.perf_counter()
     cand_small = BuiltinGenerator().generate(GenerationRequest(problem=small, iteration=1, device="cpu"))
@@ -77,12 +108,14 @@ def run_all(files: list[Path], args: argparse.Namespace) -> list[dict[str, Any]]
     rows = []
     for f in files:
         budget = args.timeout + (args.check_timeout + 120 if args.check else 0)
-        cmd = [sys.executable, __file__, "--one", str(f), "--check-timeout", str(args.check_timeout)]
+        cmd = [sys.executable, __file__, "--one", str(f), "--check-timeout", str(args.check_timeout),
+               "--max-elements", str(args.max_elements), "--max-flops", str(args.max_flops)]
         if args.check:
             cmd.append("--check")
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget,
+                                  env={**os.environ, "TRITON_INTERPRET": "1"})
             lines = proc.stdout.strip().splitlines()
             row = json.loads(lines[-1]) if proc.returncode == 0 and lines else {
                 "problem": f.stem, "outcome": "error", "seconds": round(time.perf_counter() - t0, 1),
@@ -96,8 +129,8 @@ def run_all(files: list[Path], args: argparse.Namespace) -> list[dict[str, Any]]
 
 def _line(r: dict[str, Any]) -> str:
     detail = str(r.get("detail", "")).replace("\n", " ")
-    check = r.get("check", "")
-    return f"{r['problem'][:36]:36s} {r['outcome']:8s} {r['seconds']:7.2f}s {check:14s} {detail[:150]}"
+    check = f"{r.get('check', '')} {r.get('check_message', '') if r.get('check') != 'correct' else ''}"
+    return f"{r['problem'][:36]:36s} {r['outcome']:8s} {r['seconds']:7.2f}s {check[:160]:60s} {detail[:120]}"
 
 
 def markdown(rows: list[dict[str, Any]], command: str) -> str:
@@ -116,7 +149,9 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
         detail = str(r.get("detail", "")).replace("\n", " ").replace("|", "\\|")[:220]
         check = str(r.get("check", "")) + (f": {r.get('check_message', '')}" if r.get("check") not in (None, "correct")
                                            and r.get("check_message") else "")
-        lines.append(f"| {r['problem']} | {r['outcome']} | {r['seconds']:.2f} | {check.replace('|', '/')[:160]} | {detail} |")
+        if r.get("scaling") and r.get("check") == "correct":
+            check += f" ({r['scaling']})"
+        lines.append(f"| {r['problem']} | {r['outcome']} | {r['seconds']:.2f} | {check.replace('|', '/')[:300]} | {detail} |")
     return "\n".join(lines) + "\n"
 
 
@@ -129,6 +164,8 @@ def main() -> None:
     ap.add_argument("--check-timeout", type=float, default=240.0)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--max-elements", type=int, default=1 << 16, help="scaling limit per tensor (Problem.scaled)")
+    ap.add_argument("--max-flops", type=int, default=1 << 26, help="scaling limit on the forward's FLOPs")
     args = ap.parse_args()
     if args.one:
         import logging
@@ -136,7 +173,7 @@ def main() -> None:
 
         warnings.filterwarnings("ignore")
         logging.disable(logging.WARNING)
-        print(json.dumps(one(args.one, args.check, args.check_timeout)))
+        print(json.dumps(one(args.one, args.check, args.check_timeout, (args.max_elements, args.max_flops))))
         return
     if args.root is None:
         ap.error("give the level-3 folder")

@@ -217,12 +217,23 @@ class KernelNodes:
         return {"remembered": ids}
 
 
+_OUTAGE_MODULES = ("openai", "httpx", "httpcore", "anthropic", "requests", "urllib3", "aiohttp")
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """A model server or network failure: it stops the run, which resumes from its checkpoint later."""
+    return isinstance(exc, (ConnectionError, TimeoutError, OSError)) or any(
+        type(exc).__module__.startswith(m) for m in _OUTAGE_MODULES)
+
+
 def _generate_safely(generator: Generator, request: GenerationRequest) -> Candidate:
-    """The generator's candidate; a generator that raises (our bug, not the problem's) gives an ``error``
-    candidate with its traceback instead, so the loop records it and goes on with the next iteration."""
+    """The generator's candidate; a generator that raises (a bug, not an outage) gives an ``error`` candidate
+    with its traceback instead, so the loop records it and goes on with the next iteration."""
     try:
         return generator.generate(request)
     except Exception as exc:  # a generator bug must never escape the loop unrecorded: it becomes an attempt
+        if _is_outage(exc):
+            raise
         log.exception("the %s generator failed on %s", generator.name, request.problem.name)
         return Candidate(source=None, note=f"{generator.name} generator failed: {type(exc).__name__}: {exc}"[:500],
                          error=traceback.format_exc(limit=20))
