@@ -14,6 +14,7 @@
 #   convlayout channels-last vs NCHW convolutions for $CONVS            -> conv_layout.txt, inductor_output_code.txt
 #   coldprof   where a cold `tritonsmith profile` spends its time: 3 fresh processes -> coldprof/
 #   mainjob    the README's main command on the GPU, then one cold `tritonsmith profile` -> mainjob/, mainjob.log
+#   generalize the unseen-shape check of a run's verified kernels ($GEN_RUN, default .runs/suite) -> generalize/
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
 # PROF_ONLY (profiler case names, default all six), SUITE_ARGS.
@@ -92,6 +93,9 @@ for phase in "$@"; do
         python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['stages_s'])" "$OUT/coldprof/run$i.json"
       done
       unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR ;;
+    generalize)
+      timeout "${GEN_S:-500}" python3 benchmarks/generalize_check.py "${GEN_RUN:-$PWD/.runs/suite}" .kb --device cuda \
+        --out "$OUT/generalize" 2>&1 | tail -40 ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack
