@@ -53,3 +53,19 @@ def test_window_transformer_ops_are_written_and_verified() -> None:
     assert "torch ops remain: index" in cand.note
     result = evaluate(problem, cand.source, device="cpu", trials=2, timeout_s=300)
     assert result.status.value == "correct", result.feedback()
+
+
+def test_depthwise_conv_on_a_one_by_one_map(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+    """EfficientNet's blocks pool to 1x1 before a strided 3x3 depthwise conv: the window start is a constant
+    there, and masks built from a constant were Python booleans ('mask has unsupported dtype')."""
+    from _builtin_check import run_on_interpreter
+
+    src = ("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\nclass Model(nn.Module):\n"
+           "    def __init__(self):\n        super().__init__()\n"
+           "        self.dw = nn.Conv2d(6, 6, 3, stride=2, padding=1, groups=6, bias=False)\n\n"
+           "    def forward(self, x):\n        return F.relu(self.dw(F.adaptive_avg_pool2d(x, (1, 1))))\n\n"
+           "def get_inputs():\n    return [torch.randn(3, 6, 5, 7)]\n\ndef get_init_inputs():\n    return []\n")
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=Problem.from_source(src, name="dw1"), iteration=1))
+    assert cand.source is not None and "window" in cand.note, cand.note
+    out = run_on_interpreter(tmp_path, {"dw1": (src, cand.source)})
+    assert out["dw1"]["ok"], out["dw1"]["detail"]
