@@ -16,6 +16,7 @@
 #   mainjob    the README's main command on the GPU, then one cold `tritonsmith profile` -> mainjob/, mainjob.log
 #   honest     every honest kernel we have through the evaluator (issue 17) -> evaluator_honest.{json,md}
 #   shortk     speedup spread of short kernels over 3 evaluations (issue 17) -> short_kernels.{json,md}
+#   generalize the unseen-shape check of a run's verified kernels ($GEN_RUN, default .runs/suite) -> generalize/
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
 # PROF_ONLY (profiler case names, default all six), SUITE_ARGS.
@@ -102,6 +103,9 @@ for phase in "$@"; do
       # issue 17: speedup spread over 3 evaluations of short (< 0.1 ms) kernels
       timeout "${SHORTK_S:-300}" python3 benchmarks/short_kernels_gpu.py .kb --repeats 3 --divide "${SHORTK_DIVIDE:-64}" \
         2>&1 | grep -v Warning | tail -16 ;;
+    generalize)
+      timeout "${GEN_S:-500}" python3 benchmarks/generalize_check.py "${GEN_RUN:-$PWD/.runs/suite}" .kb --device cuda \
+        --out "$OUT/generalize" 2>&1 | tail -40 ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack

@@ -29,3 +29,16 @@ def test_gave_up_run_keeps_last_verdict_and_every_attempt() -> None:
     old = record.to_dict()
     del old["attempts"]
     assert ProblemRecord.from_dict(old).attempts == ()
+
+
+def test_generator_errors_stay_visible_in_the_suite_record() -> None:
+    """A generator bug is an ``error`` attempt: the suite goes on, the record's message and trail name it."""
+    raw = OptimizeResult(problem="p", status="gave_up", reason="the generator has no further ideas", device="cuda",
+                         generator="builtin", best_source=None, best_result=None, best_reward=None,
+                         best_iteration=None,
+                         attempts=(_attempt(1, "default", "error", "builtin: internal error in variant default: "
+                                                                   "IndexError: tuple index out of range"),))
+    out = outcome_from_optimize_result(raw)
+    assert out.failure_status is None  # not an evaluator verdict: the runner records no_candidate
+    assert "IndexError: tuple index out of range" in out.failure_message
+    assert out.attempts[0]["status"] == "error"

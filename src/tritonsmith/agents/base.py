@@ -36,7 +36,11 @@ class TokenUsage:
 
 @dataclass(frozen=True, kw_only=True)
 class Candidate:
-    """A generator's answer. ``source`` is None when it had nothing to offer; ``note`` says why."""
+    """A generator's answer. ``source`` is None when it had nothing to offer; ``note`` says why.
+
+    ``error`` holds the traceback when the generator itself failed (a bug of ours, not a limitation): the
+    attempt is recorded with status ``error`` and the loop goes on.
+    """
 
     source: str | None
     note: str = ""
@@ -45,6 +49,7 @@ class Candidate:
     exhausted: bool = False
     model_error: str | None = None  # the chat model failed (HTTP error, timeout, malformed reply): what happened
     model_error_fatal: bool = False  # retrying cannot help (bad key, unknown model, unreachable server)
+    error: str | None = None  # our own generator failed (a bug): its traceback
 
 
 @runtime_checkable

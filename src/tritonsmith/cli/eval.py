@@ -30,6 +30,7 @@ def eval_command(
     policy: Annotated[Policy, typer.Option(help="hybrid: torch may keep some ops (reported); strict: all compute in Triton.")] = Policy.hybrid,
     scale: Annotated[bool, typer.Option("--scale/--no-scale", help="Shrink the problem's shapes first (reported).")] = False,
     timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the worker, seconds.", show_default="300 on CUDA, 600 on the CPU")] = None,
+    generalize: Annotated[bool, typer.Option(help="Also check it with the inputs' leading dim halved and odd.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Check a Triton candidate against its reference and, on a GPU, time it against eager and torch.compile."""
@@ -43,7 +44,8 @@ def eval_command(
         try:
             with console.status(f"evaluating {cand_path.name} on {device.value}...", spinner="dots"):
                 result = evaluate(ref_path, cand_path, device=device.value, trials=trials,  # type: ignore[arg-type]
-                                  tolerance=tolerance.value, policy=policy.value, scale=scale, timeout_s=timeout)
+                                  tolerance=tolerance.value, policy=policy.value, scale=scale, timeout_s=timeout,
+                                  generalize=generalize)
         except (ProblemError, ValueError) as exc:
             fail(str(exc))
         except KeyboardInterrupt:
@@ -71,16 +73,25 @@ def result_table(result: EvalResult) -> Table:
     b = result.benchmark
     if b:
         table.add_row("candidate", f"{b.candidate.median_ms:.4f} ms (spread {b.candidate.spread:.1%}, {b.candidate.reps} reps)")
-        table.add_row("eager", f"{b.eager.median_ms:.4f} ms -> speedup {b.speedup_vs_eager:.2f}x")
+        table.add_row("eager", f"{b.eager.median_ms:.4f} ms -> speedup {b.speedup_vs_eager:.2f}x{_ci(b.speedup_ci_vs_eager)}")
         if b.compiled:
-            table.add_row("torch.compile", f"{b.compiled.median_ms:.4f} ms -> speedup {b.speedup_vs_compile:.2f}x")
+            table.add_row("torch.compile", f"{b.compiled.median_ms:.4f} ms -> speedup {b.speedup_vs_compile:.2f}x"
+                                           f"{_ci(b.speedup_ci_vs_compile)}")
         elif b.compiled_note:
             table.add_row("torch.compile", b.compiled_note)
         for note in b.notes:
             table.add_row("note", note)
     elif result.timing_note:
         table.add_row("timing", result.timing_note)
+    if result.checks and result.checks.triton_share is not None:
+        table.add_row("Triton share", f"{result.checks.triton_share:.0%} of the candidate's GPU time in its own kernels")
+    if result.generalizes:
+        table.add_row("generalizes", f"{result.generalizes} ({result.generalize_note})")
     if result.scaling_note:
         table.add_row("[yellow]scaled[/yellow]", result.scaling_note)
     table.add_row("wall time", f"{result.wall_s:.1f} s")
     return table
+
+
+def _ci(interval: tuple[float, float] | None) -> str:
+    return f" (95% CI {interval[0]:.2f}-{interval[1]:.2f})" if interval else ""

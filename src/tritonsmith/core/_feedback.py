@@ -39,15 +39,21 @@ def format_feedback(result: EvalResult, *, limit: int = 2500) -> str:
     if ch and result.status.value in ("correct", "rejected") and (ops := torch_computes(ch)):
         lines.append(f"{torch_computes_line(ops)} ({ch.policy} policy: a hybrid kernel earns "
                      f"{HYBRID_REWARD_FACTOR:g}x the reward; move these into Triton)")
+    if ch and ch.triton_share is not None:
+        lines.append(f"Triton kernels: {ch.triton_share:.0%} of the candidate's GPU time")
     b = result.benchmark
     if b:
         lines.append(f"runtime {b.candidate.median_ms:.4f} ms (spread {b.candidate.spread:.1%}); eager "
                      f"{b.eager.median_ms:.4f} ms -> {b.speedup_vs_eager:.2f}x")
         if b.compiled:
-            lines.append(f"torch.compile {b.compiled.median_ms:.4f} ms -> {b.speedup_vs_compile:.2f}x")
+            lines.append(f"torch.compile {b.compiled.median_ms:.4f} ms -> {b.speedup_vs_compile:.2f}x"
+                         + (f" (95% CI {b.speedup_ci_vs_compile[0]:.2f}-{b.speedup_ci_vs_compile[1]:.2f})"
+                            if b.speedup_ci_vs_compile else ""))
         lines.extend(b.notes)
     elif result.ok and result.timing_note:
         lines.append(result.timing_note)
+    if result.generalizes:
+        lines.append(f"generalizes: {result.generalizes} ({result.generalize_note})")
     if result.scaling_note:
         lines.append(result.scaling_note)
     text = "\n".join(lines)

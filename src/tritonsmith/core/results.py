@@ -173,6 +173,8 @@ class EvalResult:
     candidate_path: str | None = None
     checks: ChecksReport | None = None
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    generalizes: str | None = None  # "yes" / "no" / "n/a" with the ``generalize`` option (``_generalize``)
+    generalize_note: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -79,6 +79,7 @@ def evaluate(
     keep_files: bool = False,
     policy: str = DEFAULT_POLICY,
     checks: bool = True,
+    generalize: bool = False,
 ) -> EvalResult:
     """Check a ``ModelNew`` candidate against the reference ``Model`` and, on CUDA, time it.
 
@@ -105,6 +106,8 @@ def evaluate(
             the reference. ``"strict"``: all compute in Triton kernels.
         checks: the anti-cheating checks (static and run-time). Turn off only to measure their cost: a
             result with ``checks=False`` is not evidence of anything.
+        generalize: after a correct verdict, check the candidate again with the inputs' leading dimension
+            halved and at an odd size (``result.generalizes``: yes / no / n/a; see ``_generalize``).
     """
     prob = load_problem(problem)
     _check_arguments(trials=trials, tolerance=tolerance, dtype=dtype)
@@ -128,7 +131,13 @@ def evaluate(
                 "compile_mode": compile_mode, "checks": checks, "policy": policy, "tf32_lines": static.tf32_lines}
         outcome = run_worker(spec, base, timeout_s=timeout_s or _DEFAULT_TIMEOUT_S[dev], env=_worker_env(dev))
         result = _to_result(outcome, prob, dev, tolerance, candidate_path if keep_files else None)
-        return _apply_static(result, static, policy, static_s) if checks else result
+        result = _apply_static(result, static, policy, static_s) if checks else result
+        if generalize and result.ok:
+            from tritonsmith.evaluator._generalize import check_generalization
+
+            result = check_generalization(result, prob, source, evaluate, device=dev, trials=trials, tolerance=tolerance,
+                                          dtype=dtype, timeout_s=timeout_s, seed=seed, policy=policy, checks=checks)
+        return result
     finally:
         if not keep_files and not workdir:
             shutil.rmtree(base, ignore_errors=True)

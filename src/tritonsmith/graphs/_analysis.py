@@ -6,7 +6,7 @@ from typing import Any
 
 from tritonsmith.core.contract import rule_fix
 from tritonsmith.core.problem import Problem, ProblemError, ProblemInfo
-from tritonsmith.graphs.state import MODEL_ERROR, NO_CODE, AttemptRecord
+from tritonsmith.graphs.state import GENERATOR_ERROR, MODEL_ERROR, NO_CODE, AttemptRecord
 
 # H100-class figures for a roofline estimate (per-second rates); a ridge point = FLOP/s / (byte/s).
 _HBM_BYTES_S = 3.35e12
@@ -73,6 +73,8 @@ _HINTS = {
     MODEL_ERROR: ("The model server failed on the last request (see the message above); nothing was "
                   "evaluated. Submit the complete candidate."),
     NO_CODE: ("No code was submitted. Submit the complete file through submit_kernel or one ```python block."),
+    GENERATOR_ERROR: ("The generator itself failed (its traceback is in the attempt's record); the next iteration "
+                      "tries again."),
 }
 
 

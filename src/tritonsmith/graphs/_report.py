@@ -41,11 +41,15 @@ def markdown_report(result: OptimizeResult) -> str:
     lines += ["", "| iteration | generator | variant | status | speed | reward | message |",
               "|---|---|---|---|---|---|---|"]
     for a in result.attempts:
-        msg = a.message.replace("|", "\\|").replace("\n", " ")[:120]
+        msg = a.message.replace("|", "\\|").replace("\n", " ")[:300]
         if a.torch_ops:
             msg = f"{torch_computes_line(a.torch_ops)}; {msg}"
         lines.append(f"| {a.iteration} | {a.generator} | {a.variant or ''} | {a.status} | "
                      f"{_speed(a.speedup, a.reward_basis, result.device)} | {a.reward:.3f} | {msg} |")
+    for a in result.attempts:
+        if a.error:  # a generator bug: its traceback, so it can be reported and fixed
+            lines += ["", f"## Iteration {a.iteration}: the {a.generator} generator failed", "", "```text",
+                      a.error.rstrip()[-4000:], "```"]
     if result.best_source:
         lines += ["", "## Best kernel", "", "```python", result.best_source.rstrip(), "```"]
     return "\n".join(lines) + "\n"

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import traceback
 from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from tritonsmith.agents.base import Attempt, GenerationRequest
+from tritonsmith.agents.base import Attempt, Candidate, GenerationRequest, Generator
 from tritonsmith.core.device import DEFAULT_DEVICE, resolve_device
 from tritonsmith.core.settings import KernelContext, Settings
 from tritonsmith.graphs import routing
@@ -21,6 +22,7 @@ from tritonsmith.graphs._analysis import analyze_problem, explain_failure
 from tritonsmith.graphs._resolve import GraphDeps
 from tritonsmith.graphs.reward import reward_for
 from tritonsmith.graphs.state import (
+    GENERATOR_ERROR,
     MODEL_ERROR,
     NO_CODE,
     AttemptRecord,
@@ -120,15 +122,16 @@ class KernelNodes:
             start_from=start, policy=settings.policy,
             iterations_left=max(0, settings.iterations - routing.generated_count(attempts) - 1))
         log.info("iteration %d: asking the %s generator", iteration, generator.name)
-        candidate = generator.generate(request)
+        candidate = _generate_safely(generator, request)
         u = candidate.usage
         usage = Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd,
                       calls=1 if generator.name == "llm" else 0)
         pending = PendingCandidate(iteration=iteration, source=candidate.source, generator=generator.name,
-                                   note=candidate.note, variant=candidate.variant,
+                                   note=candidate.note, variant=candidate.variant, error=candidate.error,
                                    model_error=candidate.model_error, model_error_fatal=candidate.model_error_fatal)
         _emit(runtime, event="generated", iteration=iteration, generator=generator.name,
-              has_code=candidate.source is not None, tokens=u.input_tokens + u.output_tokens)
+              has_code=candidate.source is not None, tokens=u.input_tokens + u.output_tokens,
+              **({"error": candidate.note} if candidate.error else {}))
         update: dict[str, Any] = {"pending": pending, "usage": usage, "generator": generator.name,
                                   "exhausted": candidate.exhausted}
         if note and note not in state.get("notes", []):  # once per run, not once per iteration
@@ -220,19 +223,57 @@ class KernelNodes:
         return {"remembered": ids}
 
 
+_OUTAGE_MODULES = ("openai", "httpx", "httpcore", "anthropic", "requests", "urllib3", "aiohttp")
+
+
+def _is_outage(exc: BaseException) -> bool:
+    """A model server or network failure: it stops the run, which resumes from its checkpoint later."""
+    return isinstance(exc, (ConnectionError, TimeoutError, OSError)) or any(
+        type(exc).__module__.startswith(m) for m in _OUTAGE_MODULES)
+
+
+def _generate_safely(generator: Generator, request: GenerationRequest) -> Candidate:
+    """The generator's candidate; a generator that raises (a bug, not an outage) gives an ``error`` candidate
+    with its traceback instead, so the loop records it and goes on with the next iteration."""
+    try:
+        return generator.generate(request)
+    except Exception as exc:  # a generator bug must never escape the loop unrecorded: it becomes an attempt
+        if _is_outage(exc):
+            raise
+        log.exception("the %s generator failed on %s", generator.name, request.problem.name)
+        return Candidate(source=None, note=f"{generator.name} generator failed: {type(exc).__name__}: {exc}"[:500],
+                         error=traceback.format_exc(limit=20))
+
+
 def _record(pending: PendingCandidate, result: EvalResult | None, *, feedback: str) -> AttemptRecord:
     reward = reward_for(result)
-    failed = MODEL_ERROR if pending.get("model_error") else NO_CODE
+    error = pending.get("error")
+    failed = GENERATOR_ERROR if error else MODEL_ERROR if pending.get("model_error") else NO_CODE
     rec = AttemptRecord(
         iteration=pending["iteration"], generator=pending["generator"], source=pending["source"],
         status=result.status.value if result else failed,
-        message=result.message if result else (pending["note"] or "the generator produced no code"),
+        message=_headline(result) if result else (pending["note"] or "the generator produced no code"),
         result=result.to_dict() if result else None, feedback=feedback, reward=reward.value,
         reward_basis=reward.basis, speedup=reward.speedup, note=pending["note"], variant=pending.get("variant"),
         torch_ops=list(reward.torch_ops))
+    if error:
+        rec["error"] = error
     if pending.get("model_error"):
         rec["model_error_fatal"] = bool(pending.get("model_error_fatal"))
     return rec
+
+
+def _headline(result: EvalResult) -> str:
+    """The verdict in one line: the evaluator's message, and for a candidate that failed to compile, import
+    or run, the error's type and message and the candidate's line it points at."""
+    message = result.message
+    if result.status.value not in ("compile_error", "runtime_error") or not result.error:
+        return message
+    lines = result.error.splitlines()
+    first = lines[0].strip()
+    where = next((ln.strip() for ln in reversed(lines) if ln.strip().startswith("candidate line")), "")
+    parts = [message] + [p for p in (first, where) if p and p not in message]
+    return ": ".join(parts[:2]) + (f" ({parts[2]})" if len(parts) > 2 else "")
 
 
 def _with_best(update: dict[str, Any], rec: AttemptRecord) -> dict[str, Any]:

@@ -47,6 +47,7 @@ class AttemptSummary:
     note: str = ""
     variant: str | None = None
     torch_ops: tuple[str, ...] = ()  # hybrid: what PyTorch computed in this (verified) kernel
+    error: str | None = None  # the generator's traceback when it failed (status ``error``)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,7 +102,8 @@ class OptimizeResult:
             attempts=tuple(AttemptSummary(iteration=a["iteration"], generator=a["generator"], status=a["status"],
                                           message=a["message"], reward=a["reward"], reward_basis=a["reward_basis"],
                                           speedup=a["speedup"], source=a["source"], note=a["note"],
-                                          variant=a.get("variant"), torch_ops=tuple(a.get("torch_ops", ())))
+                                          variant=a.get("variant"), torch_ops=tuple(a.get("torch_ops", ())),
+                                          error=a.get("error"))
                            for a in state.get("attempts", [])),
             input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
             cost_usd=usage.get("cost_usd"), notes=tuple(state.get("notes", [])), settings=settings.public_dict())

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 __all__ = [
     "AttemptRecord",
     "Decision",
+    "GENERATOR_ERROR",
     "KernelInput",
     "KernelState",
     "MODEL_ERROR",
@@ -26,6 +27,7 @@ __all__ = [
 
 NO_CODE = "no_code"  # the attempt's status when the generator produced no code
 MODEL_ERROR = "model_error"  # the chat model failed (HTTP error, timeout, malformed reply): no code to judge
+GENERATOR_ERROR = "error"  # the attempt's status when the generator itself failed (its traceback is kept)
 
 
 class ProblemSpec(TypedDict):
@@ -48,10 +50,12 @@ class PendingCandidate(TypedDict):
     variant: NotRequired[str | None]
     model_error: NotRequired[str | None]
     model_error_fatal: NotRequired[bool]
+    error: NotRequired[str | None]
 
 
 class AttemptRecord(TypedDict):
-    """One evaluated attempt. ``status`` is an EvalStatus value, ``"no_code"`` or ``"model_error"``."""
+    """One evaluated attempt. ``status`` is an EvalStatus value, ``"no_code"``, ``"model_error"`` (the chat
+    model failed) or ``"error"`` (our generator failed: ``error`` holds its traceback)."""
 
     iteration: int
     generator: str
@@ -69,6 +73,7 @@ class AttemptRecord(TypedDict):
     duplicate_of: NotRequired[int | None]
     torch_ops: NotRequired[list[str]]  # compute PyTorch did in a verified hybrid kernel ("torch computes: ...")
     model_error_fatal: NotRequired[bool]  # a model error another request cannot fix (key, model, server)
+    error: NotRequired[str | None]
 
 
 class Usage(TypedDict):

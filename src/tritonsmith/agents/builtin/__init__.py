@@ -33,7 +33,15 @@ kernel per group:
   padding masked, the filter taps loaded per output channel, one fp32 FMA per tap (exact fp32, no
   tensor cores: the op is memory-bound), the bias and the following elementwise chain as epilogue;
 - all other convolutions (dense, grouped, transposed) stay torch calls, with the chain after them fused
-  into Triton (the hybrid policy: the candidate's note names the torch ops that remain).
+  into Triton (the hybrid policy: the candidate's note names the torch ops that remain); so do LSTM / GRU /
+  RNN layers (``_rnn.py``: traced as one custom op each, one call for all the outputs used) and indexing
+  by a tensor;
+- whole models: parameters and buffers of any module tree are read through Python a reader can follow
+  (``self.features[3].weight``, ``self.heads['aux-1'].weight``); the reference's submodule classes,
+  helpers and imports are copied (submodule ``forward`` methods dropped: ModelNew's forward computes).
+
+A bug of ours in one variant returns a candidate with ``error`` (its traceback) naming the variant; the
+loop records it as an ``error`` attempt and the next call tries another variant.
 
 Kernel kinds (in notes, ``PlanSummary.kernels`` and kernel names ``_<kind>_<i>_kernel``): pointwise,
 row, matmul, window, scan.
@@ -47,11 +55,15 @@ written it says so (``source=None``, ``exhausted=True``) instead of emitting a t
 from __future__ import annotations
 
 import logging
+import traceback
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritonsmith.agents.base import Candidate, GenerationRequest
 from tritonsmith.agents.builtin._ir import UnsupportedError
+
+if TYPE_CHECKING:
+    from tritonsmith.agents.builtin._trace import Exported
 from tritonsmith.core.problem import Problem
 
 __all__ = ["BuiltinGenerator", "PlanSummary", "summarize"]
@@ -74,18 +86,24 @@ class _ProblemState:
     def __init__(self, problem: Problem) -> None:
         from tritonsmith.agents.builtin._trace import export_problem
 
-        self.exported: tuple[Any, list[Any]] | None = None
-        self.error: str | None = None
+        self.exported: Exported | None = None
+        self.error: str | None = None  # why this problem cannot be written (a limitation: no_code)
+        self.bug: str | None = None  # the traceback of a failure of ours while planning it (error)
         self.menu: list[Any] = []
         self.torch_ops: list[str] = []
         try:
             self.exported = export_problem(problem)
+        except Exception as exc:  # export of arbitrary user code fails in many ways: the reference's limit
+            self.error = f"torch.export could not trace the reference: {type(exc).__name__}: {exc}"
+            return
+        try:
             plan = _plan(problem, {}, self.exported)
         except UnsupportedError as exc:
             self.error = str(exc)
             return
-        except Exception as exc:  # export of arbitrary user code fails in many ways: report, don't crash
-            self.error = f"torch.export could not trace the reference: {type(exc).__name__}: {exc}"
+        except Exception:  # a bug in lowering or partitioning: recorded as an error attempt, never raised
+            log.exception("builtin: planning %s failed", problem.name)
+            self.bug = traceback.format_exc(limit=20)
             return
         from tritonsmith.agents.builtin._variants import variant_menu
 
@@ -93,7 +111,7 @@ class _ProblemState:
         self.torch_ops = list(plan[1].torch_ops)
 
 
-def _plan(problem: Problem, options: dict[str, Any], exported: tuple[Any, list[Any]] | None) -> tuple[Any, Any]:
+def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None) -> tuple[Any, Any]:
     from tritonsmith.agents.builtin._partition import partition
     from tritonsmith.agents.builtin._trace import trace_problem
 
@@ -123,7 +141,11 @@ class BuiltinGenerator:
         state = self._state(problem)
         if state.error is not None:
             return Candidate(source=None, note=f"builtin: cannot write this problem: {state.error}", exhausted=True)
+        if state.bug is not None:
+            return Candidate(source=None, exhausted=True, error=state.bug,
+                             note=f"builtin: internal error while planning: {_last_line(state.bug)}")
         history = list(request.history)
+        unwritable: list[str] = []  # why variants of this call could not be written
         while True:
             variant = choose_variant(state.menu, history)
             if variant is None:
@@ -131,6 +153,8 @@ class BuiltinGenerator:
 
                 why = NEAR_PEAK_NOTE if "near_peak" in profile_hints(history) else \
                     f"all {len(state.menu)} variants tried; no further ideas"
+                if unwritable and not any(a.source for a in request.history):
+                    why = f"cannot write this problem: {unwritable[0]}"  # every variant failed at the same op
                 return Candidate(source=None, exhausted=True, note=f"builtin: {why}")
             try:
                 traced, plan = _plan(problem, variant.options, state.exported)
@@ -140,9 +164,16 @@ class BuiltinGenerator:
                 log.info("builtin: variant %s of %s not writable: %s", variant.key, problem.name, exc)
                 from tritonsmith.agents.base import Attempt
 
+                unwritable.append(str(exc))
                 history.append(Attempt(iteration=-1, source=None, result=None, feedback=str(exc), reward=0.0,
                                        generator=self.name, variant=variant.key))
                 continue
+            except Exception:  # our bug in this variant: an error attempt; the next iteration tries the next one
+                log.exception("builtin: variant %s of %s failed", variant.key, problem.name)
+                tb = traceback.format_exc(limit=20)
+                return Candidate(source=None, variant=variant.key, error=tb,
+                                 note=f"builtin: internal error in variant {variant.key}: {_last_line(tb)}",
+                                 exhausted=remaining(state.menu, history, variant) == 0)
             break
         kinds = ", ".join(sorted({g.kind for g in plan.groups if g.kind != "torch"}))
         note = f"builtin: {len([g for g in plan.groups if g.kind != 'torch'])} Triton kernel(s) ({kinds}); " \
@@ -151,6 +182,11 @@ class BuiltinGenerator:
             note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
         return Candidate(source=source, note=note, variant=variant.key,
                          exhausted=remaining(state.menu, request.history, variant) == 0)
+
+
+def _last_line(tb: str) -> str:
+    lines = [ln for ln in tb.strip().splitlines() if ln.strip()]
+    return lines[-1].strip()[:400] if lines else "unknown error"
 
 
 def summarize(problem: Problem) -> PlanSummary:

@@ -36,7 +36,7 @@ def _index_lines(n: Node, wins: list[WindowDim], xs: tuple[int, ...], xoff: int,
     for j in range(len(wins) - 1, -1, -1):
         dim = wins[j]
         q = "lin" if inner == 1 else f"(lin // {inner})"
-        o = "0" if dim.o == 1 else f"({q} % {dim.o})"
+        o = "(lin * 0)" if dim.o == 1 else f"({q} % {dim.o})"  # a tensor even then: masks built from it stay tensors
         start = o if dim.s == 1 else f"{o} * {dim.s}"
         lines.insert(0, f"start{j} = {start}" + (f" - {dim.p}" if dim.p else "") +
                      f"  # first input position of the window along spatial dim {j}")

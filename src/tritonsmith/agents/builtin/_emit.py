@@ -100,16 +100,57 @@ def _indent(seg: str, n: ast.stmt) -> str:
     return "\n".join(("    " + line[len(pad):]) if line.startswith(pad) else "    " + line.lstrip() for line in lines)
 
 
+_NOT_COPIED = {"Model", "get_inputs", "get_init_inputs"}
+
+
 def _module_globals(tree: ast.Module, nodes: list[ast.stmt]) -> list[str]:
-    """Module-level assignments the copied ``__init__`` reads (rare: most take constructor arguments)."""
+    """The module-level definitions the copied ``__init__`` needs, transitively, in source order: size
+    constants, helper functions, imports, and the reference's submodule classes (``DenseBlock``...)
+    without their ``forward`` (ModelNew's forward runs the kernels instead; they only build parameters)."""
+    defined: dict[int, set[str]] = {}
+    for i, stmt in enumerate(tree.body):
+        names = _defines(stmt) - _NOT_COPIED
+        if names:
+            defined[i] = names
+    chosen: set[int] = set()
+    used = _loads(nodes)
+    while True:
+        more = {i for i, names in defined.items() if i not in chosen and names & used}
+        if not more:
+            break
+        chosen |= more
+        used |= _loads([tree.body[i] for i in more])
+    return [_copy_stmt(tree.body[i]) for i in sorted(chosen)]
+
+
+def _defines(stmt: ast.stmt) -> set[str]:
+    if isinstance(stmt, (ast.FunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names} - {"torch", "nn", "F", "triton", "tl"}
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _loads(nodes: list[ast.stmt]) -> set[str]:
+    """Names the statements read, less each function's own parameters."""
     used = {n.id for s in nodes for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    used -= {a.arg for s in nodes for n in ast.walk(s) if isinstance(n, ast.arguments)
-             for a in (*n.posonlyargs, *n.args, *n.kwonlyargs)}
-    out = []
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in used for t in stmt.targets):
-            out.append(ast.unparse(stmt))
-    return out
+    return used - {a.arg for s in nodes for n in ast.walk(s) if isinstance(n, ast.arguments)
+                   for a in (*n.posonlyargs, *n.args, *n.kwonlyargs)}
+
+
+def _copy_stmt(stmt: ast.stmt) -> str:
+    if not isinstance(stmt, ast.ClassDef):
+        return ast.unparse(stmt)
+    cls = ast.ClassDef(name=stmt.name, bases=stmt.bases, keywords=stmt.keywords, decorator_list=stmt.decorator_list,
+                       type_params=getattr(stmt, "type_params", []),
+                       body=[b for b in stmt.body if not (isinstance(b, ast.FunctionDef) and b.name == "forward")])
+    if len(cls.body) < len(stmt.body):
+        note = f"The reference's {stmt.name}, without its forward: it builds parameters; ModelNew.forward computes."
+        cls.body = [ast.Expr(ast.Constant(note)), *[b for b in cls.body if not _is_docstring(b)]]
+    return ast.unparse(ast.fix_missing_locations(cls)) + "\n"
 
 
 def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
@@ -143,11 +184,19 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
             return f"{src}.{'expand' if how == 'expand' else 'view'}({tuple(a.shape)})"
         raise UnsupportedError(f"internal error: {a} is not available in forward")
 
+    shared: dict[str, str] = {}  # a torch call with several outputs (an LSTM's): its result's name
     for g in plan.groups:
         if g.kind == TORCH:
             n = g.nodes[0]
             call = n.attrs["call"].format(*[expr(a) for a in n.args if isinstance(a, Node)])
             names[n.id] = f"t{n.id}"
+            if "call_id" in n.attrs:
+                if n.attrs["call_id"] not in shared:
+                    shared[n.attrs["call_id"]] = f"r{n.id}"
+                    lines.append(f"        r{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
+                call = f"{shared[n.attrs['call_id']]}[{n.attrs['item']}]"
+                lines.append(f"        t{n.id} = {call}")
+                continue
             lines.append(f"        t{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
             continue
         k = kernels[g.index]

@@ -93,6 +93,7 @@ def pw_expr(n: Node, args: list[str], helpers: set[str], index_of: dict[str, str
               "gelu": "(0.5 * {0} * (1.0 + tl.math.erf({0} * 0.7071067811865476)))",
               "gt": "({0} > {1})", "lt": "({0} < {1})", "ge": "({0} >= {1})", "le": "({0} <= {1})",
               "eq": "({0} == {1})", "ne": "({0} != {1})", "where": "tl.where({0}, {1}, {2})",
+              "fmod": "({0} % {1})",  # integers only: Triton's % truncates like C, as torch.fmod does
               "sign": "tl.where({0} > 0, 1.0, tl.where({0} < 0, -1.0, 0.0))"}
     if op in simple:
         return simple[op].format(*a)

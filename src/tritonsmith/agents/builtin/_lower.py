@@ -12,6 +12,7 @@ import torch
 
 from tritonsmith.agents.builtin._convcl import channels_last_strides
 from tritonsmith.agents.builtin._ir import PW, SCAN, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill
+from tritonsmith.agents.builtin._rnn import lower_rnn
 
 if TYPE_CHECKING:
     from tritonsmith.agents.builtin._ir import Lowering as _Lowering
@@ -562,3 +563,142 @@ def _cat(lw: _Lowering, fx: Any, tensors: Any, dim: int = 0) -> Node:
     if all(is_fill(t) and t.attrs["value"] == srcs[0].attrs["value"] for t in srcs):
         return lw.g.add(Node(PW, tuple(val.shape), val.dtype, op="full", attrs=dict(srcs[0].attrs)))
     return lw.g.add(Node(PW, tuple(val.shape), val.dtype, args=tuple(srcs), op="cat", attrs={"dim": dim}))
+
+
+@_reg(torch.ops.tritonsmith_builtin.rnn.default)
+def _rnn(lw: _Lowering, fx: Any, *args: Any) -> Any:
+    """LSTM / GRU / RNN layers: one torch call each (``_rnn.py``), the work around them in Triton."""
+    return lower_rnn(lw, fx, *args)
+
+
+@_reg(aten.logical_not.default)
+def _logical_not(lw: _Lowering, fx: Any, x: Node) -> Node:
+    return lw.pw("eq", x, False if x.dtype == torch.bool else 0, dtype=torch.bool)
+
+
+@_reg(aten.logical_and.default, aten.logical_or.default)
+def _logical(lw: _Lowering, fx: Any, a: Node, b: Node) -> Node:
+    a, b = (lw.pw("ne", t, False if t.dtype == torch.bool else 0, dtype=torch.bool) for t in (a, b))
+    return lw.pw("mul" if fx.target is aten.logical_and.default else "maximum", a, b, dtype=torch.bool)
+
+
+@_reg(aten.any.dim, aten.any.dims, aten.any.default, aten.all.dim, aten.all.dims, aten.all.default)
+def _any_all(lw: _Lowering, fx: Any, x: Node, dim: Any = None, keepdim: bool = False) -> Node:
+    """``any`` / ``all`` as a max / min of 0-or-1 values (the attention decomposition asks whether a row is
+    fully masked)."""
+    dims = None if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    ones = lw.pw("ne", x, False if x.dtype == torch.bool else 0, dtype=torch.bool)
+    red = lw.reduce("max" if "any" in str(fx.target) else "min", lw.pw("cast", ones, dtype=torch.float32), dims, keepdim)
+    return lw.pw("ne", red, 0.0, dtype=torch.bool)
+
+
+@_reg(aten.constant_pad_nd.default)
+def _pad(lw: _Lowering, fx: Any, x: Node, pad: Any, value: Any = 0) -> Node:
+    """Constant padding as a concatenation with fills along each padded dim (negative pads slice)."""
+    val = fx.meta["val"]
+    out = x
+    for i in range(len(pad) // 2):
+        dim, lo, hi = len(x.shape) - 1 - i, int(pad[2 * i]), int(pad[2 * i + 1])
+        if lo < 0 or hi < 0:
+            a, b = max(-lo, 0), out.shape[dim] - max(-hi, 0)
+            shape = tuple(b - a if d == dim else s for d, s in enumerate(out.shape))
+            cut = (slice(None),) * dim + (slice(a, b),)
+            out = lw._view_like(out, shape, "slice", lambda t, cut=cut: t[cut], dim=dim, start=a, end=b, step=1)
+        parts = []
+        for size in (max(lo, 0), None, max(hi, 0)):
+            if size is None:
+                parts.append(out)
+            elif size:
+                shape = tuple(size if d == dim else s for d, s in enumerate(out.shape))
+                fill = float(value) if val.dtype.is_floating_point else int(value)
+                parts.append(lw.g.add(Node(PW, shape, val.dtype, op="full", attrs={"value": fill})))
+        if len(parts) > 1:
+            shape = tuple(sum(p.shape[dim] for p in parts) if d == dim else s for d, s in enumerate(out.shape))
+            out = lw.g.add(Node(PW, shape, val.dtype, args=tuple(parts), op="cat", attrs={"dim": dim}))
+    return out
+
+
+@_reg(aten.index.Tensor)
+def _index(lw: _Lowering, fx: Any, x: Node, indices: Any) -> Node:
+    """Advanced indexing (a gather by index tensors, e.g. a relative-position bias table): a torch call."""
+    nodes = [x, *[i for i in indices if i is not None]]
+    if not all(isinstance(n, Node) for n in nodes):
+        raise UnsupportedError("indexing with a non-tensor index")
+    refs, k = [], 1
+    for i in indices:
+        if i is None:
+            refs.append(":")
+        else:
+            refs.append(f"{{{k}}}")
+            k += 1
+    return lw.extern(f"{{0}}[{', '.join(refs)}]", tuple(nodes), fx.meta["val"], op="index")
+
+
+@_reg(aten.as_strided.default)
+def _as_strided(lw: _Lowering, fx: Any, x: Node, size: Any, stride: Any, storage_offset: Any = None) -> Node:
+    """Only the re-striding of a contiguous value that changes nothing but the strides of size-1 dims
+    (adaptive average pooling to 1 writes one)."""
+    size = tuple(int(s) for s in size)
+    want = contiguous_strides(size)
+    same = all(s == w for s, w, n in zip(stride, want, size, strict=True) if n > 1)
+    if not same or storage_offset not in (None, 0) or math.prod(size) != x.numel:
+        raise UnsupportedError("as_strided (a strided view other than a reshape)")
+    return lw.view(x, size)
+
+
+@_reg(aten.arange.start_step, aten.arange.start, aten.arange.default)
+def _arange(lw: _Lowering, fx: Any, *args: Any, **_: Any) -> Node:
+    """``arange`` as an index node (``iota``), scaled and shifted."""
+    val = fx.meta["val"]
+    if fx.target is aten.arange.default:
+        start, step = 0, 1
+    else:
+        start, step = args[0], (args[2] if len(args) > 2 else 1)
+    if val.dtype.is_floating_point or not isinstance(start, int) or not isinstance(step, int):
+        raise UnsupportedError("arange of floating-point values")
+    out = lw.g.add(Node(PW, tuple(val.shape), val.dtype, op="iota", attrs={"dim": 0}))
+    out = out if step == 1 else lw.pw("mul", out, step, dtype=val.dtype)
+    return out if start == 0 else lw.pw("add", out, start, dtype=val.dtype)
+
+
+@_reg(aten.fmod.Scalar)
+def _fmod(lw: _Lowering, fx: Any, x: Node, m: Any) -> Node:
+    if x.dtype.is_floating_point or not isinstance(m, int):
+        raise UnsupportedError("fmod of floating-point values")
+    return lw.pw("fmod", x, m, dtype=x.dtype)
+
+
+@_reg(aten.index_select.default)
+def _index_select(lw: _Lowering, fx: Any, x: Node, dim: int, index: Node) -> Node:
+    """``torch.roll``'s decomposition, ``index_select(x, d, (arange(n) + s) % n)``, as a concatenation of two
+    slices; any other index is a torch call."""
+    dim %= len(x.shape)
+    n = x.shape[dim]
+    shift = _roll_shift(index, n)
+    if shift is None:
+        return lw.extern(f"torch.index_select({{0}}, {dim}, {{1}})", (x, index), fx.meta["val"], op="index_select")
+    if shift == 0:
+        return x
+    parts = []
+    for a, b in ((shift, n), (0, shift)):
+        shape = tuple(b - a if d == dim else s for d, s in enumerate(x.shape))
+        cut = (slice(None),) * dim + (slice(a, b),)
+        parts.append(lw._view_like(x, shape, "slice", lambda t, cut=cut: t[cut], dim=dim, start=a, end=b, step=1))
+    return lw.g.add(Node(PW, x.shape, x.dtype, args=tuple(parts), op="cat", attrs={"dim": dim}))
+
+
+def _roll_shift(index: Node, n: int) -> int | None:
+    """``s % n`` when ``index`` is ``(arange(n) + s) % n``, else None."""
+    if index.kind != PW or index.op != "fmod" or index.args[1] != n or index.shape != (n,):
+        return None
+    inner = index.args[0]
+    if isinstance(inner, Node) and inner.op == "iota":
+        return 0
+    if not isinstance(inner, Node) or inner.op != "add":
+        return None
+    a, b = inner.args
+    if isinstance(a, Node) and a.op == "iota" and isinstance(b, int):
+        return b % n
+    if isinstance(b, Node) and b.op == "iota" and isinstance(a, int):
+        return a % n
+    return None

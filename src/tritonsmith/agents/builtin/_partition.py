@@ -17,7 +17,7 @@ from tritonsmith.agents.builtin._ir import (
     is_fill, numel,
 )
 
-__all__ = ["Group", "Plan", "RowDomain", "partition"]
+__all__ = ["Group", "Plan", "RowDomain", "apply_view", "layout", "partition", "resolve_base"]
 
 POINTWISE, ROW, MATMUL, TORCH = "pointwise", "row", "matmul", "torch"
 WINDOWS, SCANS = "window", "scan"  # group kinds of pooling windows and of scans
@@ -136,7 +136,8 @@ class _Partitioner:
         for i, g in enumerate(self.groups):
             g.index = i
         self._mark_outputs()
-        torch_ops = [g.nodes[0].attrs.get("op", "torch") for g in self.groups if g.kind == TORCH]
+        calls = {g.nodes[0].attrs.get("call_id", g.index): g.nodes[0] for g in self.groups if g.kind == TORCH}
+        torch_ops = [n.attrs.get("op", "torch") for n in calls.values()]  # one torch call, several outputs: once
         return Plan(self.graph, self.groups, self.owner, torch_ops)
 
     # -- placement ---------------------------------------------------------------------------------
@@ -212,6 +213,8 @@ class _Partitioner:
     def _pw_rank(self, g: Group, n: Node) -> str | None:
         if g.kind == TORCH:
             return None
+        if any(not g.has(a) and g.has(resolve_base(a, self.owner)) for a in n.node_args()):
+            return None  # reads a permuted/sliced view of g's own value: only after g has stored it
         internal = [a for a in n.node_args() if g.has(a)]
         if g.kind in (POINTWISE, MATMUL, WINDOWS, SCANS):
             return FULL if n.numel == g.numel else None
@@ -297,21 +300,25 @@ def layout(a: Node, owner: dict[int, Group]) -> tuple[Node, tuple[int, ...], int
     base, strides, offset = layout(a.args[0], owner)
     src = a.args[0]
     t = torch.empty_strided(src.shape, strides, device="meta").as_strided(src.shape, strides, offset)
-    how = a.attrs["how"]
     try:
-        if how == "reshape":
-            v = t.view(a.shape)
-        elif how == "permute":
-            v = t.permute(a.attrs["perm"])
-        elif how == "select":
-            v = t.select(a.attrs["dim"], a.attrs["index"])
-        elif how == "slice":
-            v = t[(slice(None),) * a.attrs["dim"] + (slice(a.attrs["start"], a.attrs["end"], a.attrs["step"]),)]
-        else:
-            v = t.expand(a.shape)
+        v = apply_view(t, a)
     except RuntimeError as exc:
         raise UnsupportedError(f"a view of a strided tensor that needs a copy ({exc})") from exc
     return base, tuple(v.stride()), int(v.storage_offset())
+
+
+def apply_view(t: torch.Tensor, a: Node) -> torch.Tensor:
+    """``t`` viewed as VIEW node ``a`` does (raises RuntimeError when that needs a copy)."""
+    how = a.attrs["how"]
+    if how == "reshape":
+        return t.view(a.shape)
+    if how == "permute":
+        return t.permute(a.attrs["perm"])
+    if how == "select":
+        return t.select(a.attrs["dim"], a.attrs["index"])
+    if how == "slice":
+        return t[(slice(None),) * a.attrs["dim"] + (slice(a.attrs["start"], a.attrs["end"], a.attrs["step"]),)]
+    return t.expand(a.shape)
 
 
 def partition(graph: Graph) -> Plan:

@@ -8,7 +8,9 @@ gives every value's shape and dtype, the parameter names (``graph_signature``) a
 
 from __future__ import annotations
 
+import keyword
 import logging
+import math
 import operator
 import warnings
 from collections.abc import Callable
@@ -21,7 +23,7 @@ from tritonsmith.core.problem import Problem
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TracedProblem", "export_problem", "trace_problem"]
+__all__ = ["TracedProblem", "attribute_expr", "export_problem", "trace_problem"]
 
 aten = torch.ops.aten
 
@@ -36,22 +38,59 @@ class TracedProblem:
         self.scalars: dict[int, Any] = {}  # position among forward args -> the value export baked in
 
 
-def export_problem(problem: Problem) -> tuple[Any, list[Any]]:
-    """``torch.export`` the reference on the ``meta`` device (no data, no GPU); returns (program, inputs)."""
+Exported = tuple[Any, list[Any], dict[str, str]]
+
+
+def export_problem(problem: Problem) -> Exported:
+    """``torch.export`` the reference on the ``meta`` device (no data, no GPU).
+
+    Returns (program, inputs, accessors): ``accessors`` maps every parameter and buffer path of the module
+    tree (``features.3.weight``) to the Python expression that reads it from ``self``
+    (``self.features[3].weight``).
+    """
     from tritonsmith.core.problem_meta import exec_reference, instantiate
 
+    from tritonsmith.agents.builtin._rnn import patch_recurrent
+
+    from tritonsmith.core.problem import ProblemError
+
     module = exec_reference(problem.source, problem.name)
-    model, _, inputs = instantiate(module, problem.name, "meta")
+    try:
+        model, _, inputs = instantiate(module, problem.name, "meta")
+    except ProblemError as exc:  # an __init__ that reads values (``.item()``): build it for real on the CPU
+        log.info("builtin: %s cannot be built on the meta device (%s); building it on the CPU", problem.name, exc)
+        model, _, inputs = instantiate(module, problem.name, "cpu")
+    patch_recurrent(model)
     tensors = tuple(inputs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.export.export(model, tensors)
         program = program.run_decompositions()
-    return program, inputs
+    paths = [n for n, _ in model.named_parameters(remove_duplicate=False)]
+    paths += [n for n, _ in model.named_buffers(remove_duplicate=False)]
+    return program, inputs, {p: attribute_expr(model, p) for p in paths}
+
+
+def attribute_expr(model: torch.nn.Module, path: str) -> str:
+    """The expression that reads the dotted ``path`` from ``self``: items of ``Sequential``/``ModuleList``
+    by index, of ``ModuleDict``/``ParameterDict`` by key, other names as attributes (``getattr`` when the
+    name is not an identifier)."""
+    expr, obj = "self", model
+    for part in path.split("."):
+        if isinstance(obj, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)) and part.isdigit():
+            expr += f"[{int(part)}]"
+        elif isinstance(obj, (torch.nn.ModuleDict, torch.nn.ParameterDict)):
+            expr += f"[{part!r}]"
+        elif part.isidentifier() and not keyword.iskeyword(part):
+            expr += f".{part}"
+        else:
+            expr = f"getattr({expr}, {part!r})"
+        obj = obj[part] if isinstance(obj, (torch.nn.ModuleDict, torch.nn.ParameterDict)) else getattr(obj, part)
+    return expr
 
 
 def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
-                  exported: tuple[Any, list[Any]] | None = None) -> TracedProblem:
+                  exported: Exported | None = None) -> TracedProblem:
     """Export ``problem`` and lower it; raises :class:`UnsupportedError` naming the first op it cannot lower.
 
     ``options`` steer graph rewrites (``split_k``); ``exported`` reuses an earlier export.
@@ -61,8 +100,9 @@ def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
             exported = export_problem(problem)
         except Exception as exc:  # export failures are the reference's limitation, reported to the caller
             raise UnsupportedError(f"torch.export could not trace the reference: {type(exc).__name__}: {exc}") from exc
-    program, inputs = exported
-    return _Lowering(program, inputs, options or {}, constant_values=lambda: _constants_on_cpu(problem)).run()
+    program, inputs, accessors = exported
+    return _Lowering(program, inputs, options or {}, accessors=accessors,
+                     constant_values=lambda: _constants_on_cpu(problem)).run()
 
 
 def _constants_on_cpu(problem: Problem) -> dict[str, Any]:
@@ -73,12 +113,14 @@ def _constants_on_cpu(problem: Problem) -> dict[str, Any]:
     on the shapes). Empty when the problem cannot be scaled or exported that way.
     """
     from tritonsmith.core.problem_meta import exec_reference, instantiate
+    from tritonsmith.agents.builtin._rnn import patch_recurrent
     from tritonsmith.core.problem import ProblemError
 
     try:
         small = problem.scaled()
         module = exec_reference(small.source, small.name)
         model, _, inputs = instantiate(module, small.name, "cpu")
+        patch_recurrent(model)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             program = torch.export.export(model, tuple(inputs)).run_decompositions()
@@ -92,8 +134,10 @@ class _Lowering:
     """Walks the exported FX graph, mapping each node to IR nodes (or tuples of them)."""
 
     def __init__(self, program: Any, inputs: list[Any], options: dict[str, Any], *,
+                 accessors: dict[str, str] | None = None,
                  constant_values: Callable[[], dict[str, Any]] | None = None) -> None:
         self.program = program
+        self.accessors = accessors or {}
         self.inputs = inputs
         self.options = options
         self._constant_values = constant_values
@@ -115,7 +159,7 @@ class _Lowering:
                 val = fx.meta.get("val")
                 if fx.name in to_param:
                     path = to_param[fx.name]
-                    self.env[fx.name] = self._tensor(PARAM, val, name=f"self.{path}")
+                    self.env[fx.name] = self._tensor(PARAM, val, name=self.accessors.get(path, _getter(path)))
                 elif fx.name in constants:
                     self.env[fx.name] = self._constant(constants[fx.name])
                 elif not isinstance(val, torch.Tensor):
@@ -160,7 +204,9 @@ class _Lowering:
         return self.g.add(Node(kind, tuple(val.shape), val.dtype, name=name, strides=tuple(val.stride()),
                                offset=int(val.storage_offset())))
 
-    def pw(self, op: str, *args: Any, dtype: torch.dtype | None = None, **attrs: Any) -> Node:
+    def pw(self, op: str, *args: Any, dtype: torch.dtype | None = None, **attrs: Any) -> Any:
+        if args and not any(isinstance(a, Node) for a in args) and op in _FOLD:
+            return _FOLD[op](*args)  # arithmetic on constants (``torch.log(torch.tensor(100.0))``): a number
         shapes = [a.shape for a in args if isinstance(a, Node)]
         shape = tuple(torch.broadcast_shapes(*shapes)) if shapes else ()
         if dtype is None:
@@ -185,6 +231,8 @@ class _Lowering:
         shape = _resolve_shape(x.numel, shape)
         if shape == x.shape:
             return x
+        if not _viewable(x, shape):  # e.g. attention's heads merged back after a transpose: copy first
+            x = self.pw("cast", x, dtype=x.dtype)
         return self._view_like(x, shape, "reshape", lambda t: t.view(shape))
 
     def permute(self, x: Node, dims: list[int]) -> Node:
@@ -238,6 +286,43 @@ class _Lowering:
         if isinstance(a, (list, tuple)):
             return type(a)(self._arg(x) for x in a)
         return a
+
+
+_FOLD: dict[str, Callable[..., Any]] = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv, "neg": operator.neg,
+    "log": math.log, "exp": math.exp, "sqrt": math.sqrt, "reciprocal": lambda x: 1.0 / x,
+    "rsqrt": lambda x: 1.0 / math.sqrt(x)}
+
+
+def _viewable(x: Node, shape: tuple[int, ...]) -> bool:
+    """Whether ``x`` (a chain of views over a tensor in memory: an input, a torch call's output, or a value
+    a kernel stores contiguously) can be reshaped to ``shape`` without a copy."""
+    from tritonsmith.agents.builtin._partition import apply_view
+
+    chain, a = [], x
+    while a.kind == VIEW:
+        chain.append(a)
+        a = a.args[0]
+    if not chain:
+        return True
+    strides = a.strides if a.addressable and a.strides is not None else None
+    t = torch.empty_strided(a.shape, strides, device="meta") if strides else torch.empty(a.shape, device="meta")
+    try:
+        for v in reversed(chain):
+            t = apply_view(t, v)
+        t.view(shape)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _getter(path: str) -> str:
+    """An expression for a parameter/buffer path without the module tree at hand (always valid Python)."""
+    if all(p.isidentifier() and not keyword.iskeyword(p) for p in path.split(".")):
+        return f"self.{path}"
+    head, _, leaf = path.rpartition(".")
+    owner = f"self.get_submodule({head!r})" if head else "self"
+    return f"getattr({owner}, {leaf!r})"
 
 
 def _live_nodes(graph: Any, n_user_outputs: int) -> set[Any]:
