@@ -141,8 +141,8 @@ def test_an_unreachable_model_server_suggests_the_builtin_generator(tmp_path: Pa
     code, out = _invoke("optimize", "example:softmax_reference.py", "--device", "cpu", "--generator", "llm",
                         "--base-url", "http://127.0.0.1:9/v1", "--no-memory", "--out", str(tmp_path),
                         env={"TRITONSMITH_MAX_RETRIES": "0", "TRITONSMITH_LLM_TIMEOUT": "5", "COLUMNS": "300"})
-    assert code == 2, out
-    assert "--generator builtin runs without a model" in out
+    assert code == 1, out  # the run ended (its report is written) without a verified kernel
+    assert "could not be reached" in out and "--generator builtin runs without a model" in out
 
 
 def test_the_size_estimate_warns_before_a_long_cpu_evaluation_and_suggests_scale(tmp_path: Path) -> None:

@@ -166,3 +166,23 @@ def test_an_interrupted_run_with_a_verified_attempt_writes_a_kernel_that_passes_
                                          "check_softmax_reference.py", "report.json", "report.md"]
     res = CliRunner().invoke(app, ["eval", str(written[1]), str(written[0]), "--device", "cpu", "--trials", "1"])
     assert res.exit_code == 0, res.output
+
+
+@pytest.mark.slow
+def test_sigint_before_the_first_evaluation_exits_at_once_and_no_worker_starts_later(tmp_path: Path) -> None:
+    """Ctrl-C while the loop waits for the evaluator's zygote to start: LangGraph's thread is left behind, the
+    process exits at once, and no evaluator worker starts on the way out."""
+    pid_file, kernel = tmp_path / "worker.pid", tmp_path / "slow_kernel.py"
+    kernel.write_text(slow_kernel(pid_file))
+    env = _env(tmp_path, PYTHONUNBUFFERED="1", TRITONSMITH_EVAL_ZYGOTE="1")
+    proc = _cli("optimize", str(example_path("softmax_reference.py")), "--from", str(kernel), "--device", "cpu",
+                "--trials", "1", "--no-memory", "--out", str(tmp_path / "out"), env=env)
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the reference checked: the loop starts, the zygote is importing torch
+        if line.startswith("  reference: runs"):
+            break
+    took, output = _interrupt(proc)
+    assert proc.returncode == 130 and took < 5.0, (took, output)
+    assert "interrupted" in output
+    time.sleep(20)  # longer than the zygote's imports: a worker refused on the way out would have started by now
+    assert not pid_file.exists() or _dead(int(pid_file.read_text() or 0)), "a worker started after Ctrl-C"

@@ -11,6 +11,7 @@ import typer
 
 from tritonsmith.cli import bench, eval, optimize, profile, report, search_web
 from tritonsmith.cli._common import PIPED_WIDTH
+from tritonsmith.cli._interrupt import INTERRUPTED_EXIT, exit_now
 from tritonsmith.cli.memory import memory_app
 
 __all__ = ["app", "main"]
@@ -57,4 +58,9 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if not sys.stderr.isatty():  # typer's error and help boxes, piped: no wrapping at 80 columns mid-phrase
         os.environ.setdefault("TERMINAL_WIDTH", str(PIPED_WIDTH))  # read when typer first formats one
-    app()
+    try:
+        app()
+    except SystemExit as exc:
+        if exc.code == INTERRUPTED_EXIT:  # what finished is written: exit now, whatever threads are left
+            exit_now(INTERRUPTED_EXIT)
+        raise

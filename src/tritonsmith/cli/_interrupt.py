@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,9 +19,10 @@ from types import FrameType
 
 from tritonsmith.evaluator.sandbox import allow_workers, kill_running_workers  # never import in a handler
 
-__all__ = ["INTERRUPTED_EXIT", "interruptible"]
+__all__ = ["INTERRUPTED_EXIT", "exit_now", "interruptible"]
 
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a Ctrl-C
+_INTERRUPTED = threading.Event()
 
 
 def _second(signum: int, frame: FrameType | None) -> None:
@@ -30,8 +32,22 @@ def _second(signum: int, frame: FrameType | None) -> None:
 
 def _first(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGINT, _second)
+    _INTERRUPTED.set()
     kill_running_workers(stop=True)
     raise KeyboardInterrupt
+
+
+def exit_now(code: int) -> None:
+    """Leave without waiting for threads LangGraph left running after a Ctrl-C (a model call, a node about
+    to be refused its evaluator worker): interpreter exit would join them. Output is flushed first; any
+    worker that started meanwhile is killed."""
+    kill_running_workers(stop=True)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 @contextmanager
@@ -47,4 +63,5 @@ def interruptible() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-        allow_workers()
+        if not _INTERRUPTED.is_set():  # after a Ctrl-C the process ends: no worker may start on the way out
+            allow_workers()

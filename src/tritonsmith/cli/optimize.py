@@ -87,14 +87,14 @@ def optimize_command(
         try:
             check = precheck(prob, device=settings.device, scale=settings.scale, trials=settings.trials,
                              timeout_s=settings.eval_timeout_s)
+            for line in check.lines:
+                console.print(line)
+            result = _run(console, ref_path, layer, kernel, target, resume=resume)
         except ProblemError as exc:
             fail(str(exc))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # before the loop's first state (the reference check, building the graph)
             console.print("[yellow]interrupted[/yellow] before the first attempt: nothing to keep")
             raise typer.Exit(INTERRUPTED_EXIT) from None
-        for line in check.lines:
-            console.print(line)
-        result = _run(console, ref_path, layer, kernel, target, resume=resume)
     _finish(console, result, target, ref_path)
 
 
@@ -194,6 +194,10 @@ def _finish(console: Console, result: OptimizeResult, target: Path, ref_path: Pa
     console.print(f"[{colour}]{result.status}[/{colour}]{escape(hybrid)}: {escape(result.reason)}")
     for path in written:
         console.print(f"  wrote {escape(str(path))}")
+    last = result.attempts[-1] if result.attempts else None
+    if not result.ok and last is not None and last.status == "model_error":
+        console.print("  hint: --generator builtin runs without a model; --resume continues this run once the "
+                      "model server answers", soft_wrap=True)
     if result.best_source is not None:
         from tritonsmith.graphs import check_command
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
+import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -178,7 +180,7 @@ def optimize(
         state_in = _resume_input(graph, config, resolved, thread_id)
     final: dict[str, Any] = {}
     try:
-        for mode, payload in graph.stream(state_in, config=config, stream_mode=["custom", "values"]):
+        for mode, payload in _stream(graph, state_in, config):
             if mode == "values":
                 final = payload
             elif on_event is not None:
@@ -191,6 +193,35 @@ def optimize(
     for note in result.notes:
         log.info("%s", note)
     return result
+
+
+def _stream(graph: Any, state_in: dict[str, Any], config: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """``graph.stream(...)`` run in a thread of its own, its items handed over here.
+
+    LangGraph runs nodes in worker threads and, when the caller's thread is interrupted, waits for the
+    running node (a model call, the zygote's start-up, an evaluation) before it lets go. Waiting here
+    instead, a Ctrl-C ends the run at once with the attempts finished so far; the abandoned thread can
+    start no new evaluator worker after it (see ``kill_running_workers``) and ends with its node.
+    """
+    items: queue.Queue[tuple[str, Any]] = queue.Queue()
+
+    def run() -> None:
+        try:
+            for item in graph.stream(state_in, config=config, stream_mode=["custom", "values"]):
+                items.put(item)
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            items.put(("error", exc))
+        else:
+            items.put(("end", None))
+
+    threading.Thread(target=run, name="tritonsmith-optimize", daemon=True).start()
+    while True:
+        mode, payload = items.get()
+        if mode == "end":
+            return
+        if mode == "error":
+            raise payload
+        yield mode, payload
 
 
 class OptimizeInterrupted(KeyboardInterrupt):
