@@ -17,16 +17,21 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools import BaseTool
 
+from tritonsmith.agents._llm_graph import (
+    LLM_NODE_NAMES,
+    ModelError,
+    build_llm_subgraph,
+    conversation_ended,
+    recursion_limit,
+)
 from tritonsmith.agents._llm_tools import EVALUATE_TOOL_NAME, SUBMIT_TOOL_NAME, submit_kernel
-from tritonsmith.agents._parse import extract_code, source_from_tool_args, text_of
+from tritonsmith.agents._parse import text_of
 from tritonsmith.agents.base import Candidate, GenerationRequest, TokenUsage
 from tritonsmith.agents.prompts import (
     EXAMPLES_DROPPED,
-    NO_CODE_FEEDBACK,
     SYSTEM_PROMPT,
-    TOOL_BUDGET_SPENT,
     render_followup,
     render_request,
     render_system,
@@ -34,6 +39,7 @@ from tritonsmith.agents.prompts import (
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+    from langgraph.graph import StateGraph
 
     from tritonsmith.core.settings import Settings
 
@@ -122,15 +128,22 @@ class LLMGenerator:
         context_tokens: refinement continues the model's own conversation (the evaluator's verdict answers
             its ``submit_kernel`` call) while the conversation stays under this many tokens (estimated as
             characters / 4); past it, a fresh prompt with the findings so far starts a new one.
+        interrupt_before: nodes of the conversation subgraph to stop before (e.g. ``("tools",)``: before
+            every tool call), for a parent graph with a checkpointer that resumes it.
     """
 
     name = "llm"
 
     def __init__(self, model: BaseChatModel, *, tools: Sequence[BaseTool] = (), toolkit: Toolkit | None = None,
                  max_tool_rounds: int = 4, max_no_code_replies: int = 2, pricing: Pricing | None = None,
-                 system_prompt: str = SYSTEM_PROMPT, server: str | None = None, context_tokens: int = 32000) -> None:
+                 system_prompt: str = SYSTEM_PROMPT, server: str | None = None, context_tokens: int = 32000,
+                 interrupt_before: Sequence[str] = ()) -> None:
         if max_tool_rounds < 0 or max_no_code_replies < 0:
             raise ValueError("max_tool_rounds and max_no_code_replies must be >= 0")
+        if unknown := [n for n in interrupt_before if n not in LLM_NODE_NAMES]:
+            raise ValueError(f"interrupt_before: no node named {', '.join(map(repr, unknown))} in the LLM "
+                             f"conversation; its nodes are {', '.join(LLM_NODE_NAMES)}")
+        self.interrupt_before = tuple(interrupt_before)
         self.model = model
         self.tools = tuple(tools)
         self.toolkit = toolkit
@@ -153,51 +166,65 @@ class LLMGenerator:
 
     def generate(self, request: GenerationRequest) -> Candidate:
         """One candidate. A failing chat model gives a candidate without code whose ``model_error`` says why;
-        a prompt over the model's context length is shortened (no examples, short history) and sent once more."""
-        meter = _UsageMeter(self.pricing)
-        try:
-            return self._converse(request, meter, compact=False)
-        except ModelUnavailableError as exc:
-            if not exc.context_length:
-                return _model_error(exc, meter)
-            log.warning("the prompt exceeded the model's context length: retrying once with a shorter prompt")
-        try:
-            return self._converse(request, meter, compact=True)
-        except ModelUnavailableError as exc:
-            return _model_error(exc, meter, after="a shortened prompt (no examples, short history) was also too "
-                                "long; " if exc.context_length else "after shortening the prompt: ")
+        a prompt over the model's context length is shortened (no examples, short history) and sent once more.
 
-    def _converse(self, request: GenerationRequest, meter: _UsageMeter, *, compact: bool) -> Candidate:
+        The conversation runs as a LangGraph subgraph (:meth:`conversation_graph`): called from a node of a
+        graph with a checkpointer, each model reply and tool call is a checkpointed, streamed step of it."""
         tools = [*self.tools, *(self.toolkit(request) if self.toolkit else ())]
-        by_name = {t.name: t for t in tools}
+        evaluate_tool = any(t.name == EVALUATE_TOOL_NAME for t in tools)
+        graph = self.conversation_graph(request, tools).compile(interrupt_before=list(self.interrupt_before),
+                                                                name="llm")
+        limit = recursion_limit(self.max_tool_rounds, self.max_no_code_replies)
+        final = graph.invoke({"messages": self._opening(request, compact=False, evaluate_tool=evaluate_tool)},
+                             config={"recursion_limit": limit})
+        return self._candidate(request, final)
+
+    def conversation_graph(self, request: GenerationRequest, tools: Sequence[BaseTool] | None = None) -> StateGraph:
+        """The uncompiled conversation subgraph for ``request`` (an agent node and a ``ToolNode`` over the
+        tools); its input is ``{"messages": opening}``. ``tools`` default: this generator's for ``request``."""
+        if tools is None:
+            tools = [*self.tools, *(self.toolkit(request) if self.toolkit else ())]
         with_tools, submit_only = self._bind([*tools, submit_kernel]), self._bind([submit_kernel])
-        messages = self._opening(request, compact=compact, evaluate_tool=EVALUATE_TOOL_NAME in by_name)
-        rounds = no_code = 0
-        while True:
-            reply = self._invoke(with_tools if rounds < self.max_tool_rounds else submit_only, messages)
-            meter.add(reply)
-            messages.append(reply)
-            source, problem = _submission(reply)
-            if source is not None:
-                self._keep(request, messages, source)
-                note = f"submitted after {rounds} tool round(s)" + (f"; {problem}" if problem else "")
-                return Candidate(source=source, note=note, usage=meter.total())
-            calls = [c for c in reply.tool_calls if c["name"] != SUBMIT_TOOL_NAME]
-            if calls and rounds < self.max_tool_rounds and problem is None:
-                rounds += 1
-                results = self._run_tools(calls, by_name)
-                left = self.max_tool_rounds - rounds
-                results[-1].content = f"{results[-1].content}\n\n({left} tool round(s) left before you must submit)"
-                messages.extend(results)
-                if rounds == self.max_tool_rounds:
-                    messages.append(HumanMessage(TOOL_BUDGET_SPENT))
-                continue
-            no_code += 1
-            if no_code > self.max_no_code_replies:
-                return Candidate(source=None, usage=meter.total(),
-                                 note=f"the model gave no code in {no_code} answers: {_gist(reply)}")
-            messages.extend(_decline(reply, "not run: submit your kernel now"))
-            messages.append(HumanMessage(f"{problem}\n\n{NO_CODE_FEEDBACK}" if problem else NO_CODE_FEEDBACK))
+        evaluate_tool = any(t.name == EVALUATE_TOOL_NAME for t in tools)
+
+        def call_model(messages: list[BaseMessage], offer_tools: bool) -> AIMessage | ModelError:
+            try:
+                return self._invoke(with_tools if offer_tools else submit_only, messages)
+            except ModelUnavailableError as exc:
+                return ModelError(message=str(exc), fatal=exc.fatal, context_length=exc.context_length)
+
+        return build_llm_subgraph(
+            call_model=call_model, tools=tools, max_tool_rounds=self.max_tool_rounds,
+            max_no_code_replies=self.max_no_code_replies,
+            shortened=lambda: self._opening(request, compact=True, evaluate_tool=evaluate_tool))
+
+    def _candidate(self, request: GenerationRequest, final: dict[str, Any]) -> Candidate:
+        """The candidate the finished conversation gave: a submission, a model error, or no code."""
+        if not conversation_ended(final, max_tool_rounds=self.max_tool_rounds,  # type: ignore[arg-type]
+                                  max_no_code_replies=self.max_no_code_replies):
+            raise RuntimeError("the LLM conversation stopped before its end (interrupt_before needs a parent graph "
+                               "compiled with a checkpointer: run generate() from one of its nodes, then resume it)")
+        cost = (self.pricing.cost(final.get("input_tokens", 0), final.get("output_tokens", 0)) if self.pricing
+                else final.get("reported_cost"))
+        usage = TokenUsage(input_tokens=final.get("input_tokens", 0), output_tokens=final.get("output_tokens", 0),
+                           cost_usd=cost)
+        if (error := final.get("error")) is not None:
+            after = ""
+            if final.get("compact"):
+                after = ("a shortened prompt (no examples, short history) was also too long; "
+                         if error["context_length"] else "after shortening the prompt: ")
+            log.warning("model error: %s%s", after, error["message"])
+            return Candidate(source=None, note=f"model error: {after}{error['message']}", usage=usage,
+                             model_error=f"{after}{error['message']}", model_error_fatal=error["fatal"])
+        messages = list(final["messages"])
+        reply = messages[-1]
+        if (source := final.get("source")) is not None:
+            self._keep(request, messages, source)
+            problem = final.get("problem")
+            note = f"submitted after {final.get('rounds', 0)} tool round(s)" + (f"; {problem}" if problem else "")
+            return Candidate(source=source, note=note, usage=usage)
+        return Candidate(source=None, usage=usage,
+                         note=f"the model gave no code in {final.get('no_code', 0) + 1} answers: {_gist(reply)}")
 
     # -- the conversation ---------------------------------------------------------------------
     def _opening(self, request: GenerationRequest, *, compact: bool, evaluate_tool: bool) -> list[BaseMessage]:
@@ -258,25 +285,6 @@ class LLMGenerator:
             raise ModelUnavailableError(f"the chat model returned {type(reply).__name__}, not an AIMessage")
         return reply
 
-    def _run_tools(self, calls: Sequence[dict[str, Any]], by_name: dict[str, BaseTool]) -> list[ToolMessage]:
-        from pydantic import ValidationError
-
-        out: list[ToolMessage] = []
-        for call in calls:
-            tool_ = by_name.get(call["name"])
-            if tool_ is None:
-                known = ", ".join(sorted([*by_name, SUBMIT_TOOL_NAME]))
-                out.append(ToolMessage(f"unknown tool {call['name']!r}; available: {known}",
-                                       tool_call_id=call["id"], status="error"))
-                continue
-            try:
-                result = tool_.invoke({**call, "type": "tool_call"})
-            except (ValidationError, ToolException) as exc:  # the model's bad arguments, fed back to it
-                result = ToolMessage(f"{call['name']} failed: {exc}", tool_call_id=call["id"], status="error")
-            log.info("tool %s called by the model", call["name"])
-            out.append(result if isinstance(result, ToolMessage)
-                       else ToolMessage(str(result), tool_call_id=call["id"]))
-        return out
 
 
 @dataclass(frozen=True)
@@ -321,62 +329,11 @@ def _estimate_tokens(messages: Sequence[BaseMessage]) -> int:
     return chars // 4
 
 
-def _model_error(exc: ModelUnavailableError, meter: _UsageMeter, after: str = "") -> Candidate:
-    log.warning("model error: %s%s", after, exc)
-    return Candidate(source=None, note=f"model error: {after}{exc}", usage=meter.total(),
-                     model_error=f"{after}{exc}", model_error_fatal=exc.fatal)
-
-
-def _submission(reply: AIMessage) -> tuple[str | None, str | None]:
-    """(source, problem): the submitted code, or what was wrong with the submission."""
-    for call in reply.tool_calls:
-        if call["name"] == SUBMIT_TOOL_NAME:
-            source = source_from_tool_args(call["args"])
-            if source:
-                notes = call["args"].get("notes") if isinstance(call["args"], dict) else None
-                return source, (notes or None)
-            return None, "Your submit_kernel call had no `source` argument with the file in it (or it was empty)."
-    for bad in reply.invalid_tool_calls:
-        if bad.get("name") == SUBMIT_TOOL_NAME:
-            source = source_from_tool_args(bad.get("args") or "")
-            if source:
-                return source, "recovered from malformed submit_kernel arguments"
-            return None, f"Your submit_kernel call had malformed arguments ({bad.get('error') or 'invalid JSON'})."
-    source = extract_code(text_of(reply.content))
-    return source, None
-
-
-def _decline(reply: AIMessage, why: str) -> list[ToolMessage]:
-    """Answer every tool call of ``reply`` (chat APIs require it) without running them."""
-    ids = [c.get("id") for c in [*reply.tool_calls, *reply.invalid_tool_calls]]
-    return [ToolMessage(why, tool_call_id=i, status="error") for i in ids if i]
-
-
 def _gist(reply: AIMessage) -> str:
     text = " ".join(text_of(reply.content).split())
     if not text and reply.tool_calls:
         text = "only tool calls: " + ", ".join(c["name"] for c in reply.tool_calls)
     return (text[:160] + "...") if len(text) > 160 else (text or "(empty answer)")
-
-
-class _UsageMeter:
-    def __init__(self, pricing: Pricing | None) -> None:
-        self.pricing = pricing
-        self.input_tokens = self.output_tokens = 0
-        self.reported_cost: float | None = None
-
-    def add(self, reply: AIMessage) -> None:
-        usage = reply.usage_metadata or {}
-        self.input_tokens += int(usage.get("input_tokens", 0) or 0)
-        self.output_tokens += int(usage.get("output_tokens", 0) or 0)
-        token_usage = (reply.response_metadata or {}).get("token_usage") or {}
-        cost = token_usage.get("cost") if isinstance(token_usage, dict) else None
-        if isinstance(cost, (int, float)):
-            self.reported_cost = (self.reported_cost or 0.0) + float(cost)
-
-    def total(self) -> TokenUsage:
-        cost = self.pricing.cost(self.input_tokens, self.output_tokens) if self.pricing else self.reported_cost
-        return TokenUsage(input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost_usd=cost)
 
 
 def _provider_errors() -> tuple[type[BaseException], ...]:
