@@ -12,6 +12,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
 from tritonsmith.agents.base import Attempt, Candidate, GenerationRequest, Generator
@@ -237,6 +238,8 @@ def _generate_safely(generator: Generator, request: GenerationRequest) -> Candid
     with its traceback instead, so the loop records it and goes on with the next iteration."""
     try:
         return generator.generate(request)
+    except GraphBubbleUp:  # LangGraph's own control flow (an interrupt in the LLM subgraph): not a failure
+        raise
     except Exception as exc:  # a generator bug must never escape the loop unrecorded: it becomes an attempt
         if _is_outage(exc):
             raise
