@@ -47,7 +47,8 @@ def cases(kb: Path, suite: Path | None, work: Path) -> list[tuple[str, Path, Pat
                     "def get_inputs():\n    return [torch.randn(64, 128, 1021)]\n\n\ndef get_init_inputs():\n    return [1021]\n")
     found += [("tests/honest/silu_bias", silu, tests / "honest" / "silu_bias.py"),
               ("tests/honest/hybrid_silu_bias", silu, tests / "honest" / "hybrid_silu_bias.py"),
-              ("tests/honest/softmax", ROOT / "src/tritonsmith/examples/softmax_reference.py", tests / "honest" / "softmax.py")]
+              ("examples/softmax", ROOT / "src/tritonsmith/examples/softmax_reference.py",
+               ROOT / "src/tritonsmith/examples/softmax_triton.py")]
     return [c for c in found if c[1].exists()]
 
 

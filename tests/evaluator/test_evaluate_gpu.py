@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tritonsmith.examples import example_path
 import tritonsmith.evaluator._evaluate as evaluate_module
 from tritonsmith.evaluator._checks import StaticReport
 from tritonsmith.core.results import EvalStatus
@@ -98,7 +99,7 @@ def test_hidden_stream_past_static_checks_is_caught_by_timing(big_softmax, monke
     assert result.rule in ("hidden_work", "cuda_stream", "side_stream"), result.feedback()
 
 
-HONEST_SOFTMAX = Path(__file__).parent / "honest" / "softmax.py"
+HONEST_SOFTMAX = example_path("softmax_triton.py")  # the bundled hand-written softmax: honest
 # cheat -> rules it may be rejected with (issue 17: memoisation and side streams, direct and indirect)
 TIMED_CHEATS = {
     "memo_data_ptr": {"benchmark_output_wrong", "output_reused"},
