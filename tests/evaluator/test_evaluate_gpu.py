@@ -125,10 +125,10 @@ def test_version_keyed_memo_gains_nothing_over_the_honest_kernel(big_softmax):
     honest = evaluate(big_softmax, HONEST_SOFTMAX, device="cuda", trials=3)
     memo = evaluate(big_softmax, ADVERSARIAL / "memo_version.py", device="cuda", trials=3)
     assert honest.ok, honest.feedback()
-    if memo.status is EvalStatus.REJECTED:
-        return
-    assert memo.ok, memo.feedback()
-    assert memo.speedup_vs_eager <= 1.15 * honest.speedup_vs_eager, (memo.feedback(), honest.feedback())
+    # either outcome keeps the promise: rejected, or correct at no more than the honest kernel's speed
+    assert memo.status in (EvalStatus.REJECTED, EvalStatus.CORRECT), memo.feedback()
+    assert memo.status is EvalStatus.REJECTED or memo.speedup_vs_eager <= 1.15 * honest.speedup_vs_eager, (
+        memo.feedback(), honest.feedback())
 
 
 @pytest.mark.parametrize("name", ["decorative_silu_bias", "decorative_indirection", "decorative_overwrite"])

@@ -7,7 +7,6 @@ candidate on fresh random inputs for several trials, and on CUDA times candidate
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import hmac
 import json
@@ -19,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from tritonsmith.core.modload import import_file
-from tritonsmith.core.problem_meta import check_inputs, exec_reference, flatten_outputs, reference_inputs
+from tritonsmith.core.problem_meta import check_inputs, exec_reference, reference_inputs
 from tritonsmith.core.problem import ProblemError
-from tritonsmith.evaluator._errors import CandidateFailure, describe, is_compile_error
+from tritonsmith.evaluator._errors import CandidateFailure, describe
 from tritonsmith.evaluator._calls import call_status
 from tritonsmith.evaluator._guards import Guards
 
