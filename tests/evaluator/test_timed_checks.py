@@ -25,6 +25,27 @@ def test_sampled_comparison_passes_rounding_and_fails_another_inputs_result():
     assert not tc.sample_agrees((ints + 1) % 9, ints)
 
 
+def test_sampled_comparison_is_scale_aware_for_small_outputs():
+    """A 4099-wide softmax is ~2e-4 everywhere: an absolute tolerance would take any such tensor for it.
+
+    The memoised answer for other inputs (seen on the H200 on 2026-12-04, passing a 1e-2 absolute bound)
+    must be wrong; the honest answer with rounding, and an output that is rounding noise around zero
+    (no meaningful relative error, every element within the kernelbench tolerance), must agree.
+    """
+    g = torch.Generator().manual_seed(5)
+    r = torch.softmax(torch.randn(37, 4099, generator=g), dim=1)
+    stale = torch.softmax(torch.randn(37, 4099, generator=g), dim=1)
+    assert not tc.sample_agrees(stale, r)
+    assert not tc.sample_agrees(torch.zeros_like(r), r)
+    assert tc.sample_agrees(r * (1 + 1e-6 * torch.randn(37, 4099, generator=g)), r)
+    noise = 1e-7 * torch.randn(301, 77, generator=g)  # e.g. the mean of a normalized tensor
+    assert tc.sample_agrees(1e-7 * torch.randn(301, 77, generator=g), noise)
+    with_nan = r.clone()
+    with_nan[:, 0] = float("nan")
+    assert tc.sample_agrees(with_nan.clone(), with_nan)
+    assert not tc.sample_agrees(torch.nan_to_num(with_nan, nan=0.5) * 0 + float("nan"), r)
+
+
 def test_round_checker_names_memoised_calls():
     g = torch.Generator().manual_seed(3)
     checker = tc.RoundChecker()

@@ -415,11 +415,17 @@ def _cycles_per_ms() -> float:
 def _one(fn: Callable[[list[Any]], Any], args: list[Any], flush: Any, cycles: int = 0,
          keep: bool = False) -> tuple[float, float, float, Any, bool]:
     """(event ms, host ms, launch ms, output, covered): the call is enqueued behind a GPU sleep of
-    ``cycles``; ``covered`` when the GPU was still asleep once the call returned (no idle gaps timed)."""
+    ``cycles``; ``covered`` when the GPU was still asleep once the call returned (no idle gaps timed).
+
+    The host time is the wait from enqueueing the sleep to the device finishing, less the sleep itself
+    (timed by its own event pair): each implementation sleeps for its own launch time, so a sleep left
+    in would make a slow launcher look like one that hides work.
+    """
     flush.zero_()
-    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    slept, start, end = (_Event(enable_timing=True) for _ in range(3))
     _synchronize()
     t0 = _perf_counter()
+    slept.record()
     if cycles:
         _sleep(cycles)
     start.record()
@@ -429,7 +435,7 @@ def _one(fn: Callable[[list[Any]], Any], args: list[Any], flush: Any, cycles: in
     covered = not start.query()
     end.record()
     _synchronize()
-    host_ms = (_perf_counter() - t0) * 1e3
+    host_ms = (_perf_counter() - t0) * 1e3 - slept.elapsed_time(start)
     return start.elapsed_time(end), host_ms, (t2 - t1) * 1e3, out if keep else None, covered
 
 
