@@ -128,6 +128,10 @@ def run(job: Job) -> dict[str, Any]:
     from tritonsmith.evaluator._trials import check_kernels_contribute, run_trials
 
     spec = job.spec
+    if job.device == "cuda":  # the context starts here with or without the checks (stage times compare)
+        job.stage("cuda_init")
+        torch.cuda.init()
+        torch.cuda.current_stream()
     job.stage("load_reference")
     ref_module = exec_reference(Path(spec["problem_path"]).read_text(), spec["problem_name"])
     job.guards.arm()
