@@ -99,6 +99,13 @@ def main() -> None:
     print(f"{'device':8} {'reps':>4} {'checks on (s)':>14} {'checks off (s)':>15} {'overhead':>9} {'static (ms)':>12}")
     print(f"{data['device']:8} {data['reps']:>4} {data['median_on_s']:>14.2f} {data['median_off_s']:>15.2f} "
           f"{data['overhead_pct']:>8.1f}% {data['static_check_ms']:>12.2f}")
+    on_st, off_st = data["stage_median_on_s"], data["stage_median_off_s"]
+    print(f"\n{'stage (median s)':34} {'checks on':>10} {'checks off':>11} {'difference':>11}")
+    for key in sorted(set(on_st) | set(off_st), key=lambda k: -abs(on_st.get(k, 0.0) - off_st.get(k, 0.0))):
+        print(f"{key:34} {on_st.get(key, 0.0):>10.3f} {off_st.get(key, 0.0):>11.3f} "
+              f"{on_st.get(key, 0.0) - off_st.get(key, 0.0):>+11.3f}")
+    print(f"timed rounds (median): on {statistics.median(data['timed_rounds_on'] or [0]):.0f}, "
+          f"off {statistics.median(data['timed_rounds_off'] or [0]):.0f}")
     if "gpu_tests_exit_code" in data:
         print(f"GPU tests exit code: {data['gpu_tests_exit_code']} (log: {out / 'gpu_tests.log'})")
 

@@ -118,3 +118,33 @@ def test_a_call_the_sleep_did_not_cover_is_timed_again_with_a_longer_sleep(monke
     monkeypatch.setattr(_bench, "_one", lambda *a, **k: (seen.append(1) or 1.0, 2.0, 0.5, None, False))
     _bench._covered_call(lambda a: None, [], None, 100, keep=False)
     assert len(seen) == _bench._SLEEP_RETRIES + 1  # bounded: the last sample is kept
+
+
+def test_timed_rounds_report_where_their_wall_time_went(monkeypatch):
+    """The interleaved loop splits its wall time into writing inputs, the checks and the timed calls."""
+    import time
+
+    monkeypatch.setattr(_bench, "_warm_up", lambda fn, sets: 0.01)
+    monkeypatch.setattr(_bench, "_sleep_cycles", lambda ms: 1)
+    monkeypatch.setattr(_bench, "_done", lambda r, events, target, spent: r >= 12)
+
+    def slow_call(fn, args, flush, cycles, keep):
+        time.sleep(0.002)
+        return 0.01, 0.02, 0.005, fn(args) if keep else None, cycles
+
+    monkeypatch.setattr(_bench, "_covered_call", slow_call)
+    costs: dict[str, float] = {}
+    timed = _bench._time_interleaved({"a": lambda a: a[0] * 2, "b": lambda a: a[0] + 1}, [[torch.randn(3, 5)]],
+                                     None, costs=costs)
+    assert timed["a"]["reps"] == 12 and timed["b"]["reps"] == 12
+    assert set(costs) == {"inputs", "checks", "calls"}
+    assert costs["calls"] >= 12 * 2 * 0.002 and costs["calls"] > costs["checks"] >= 0.0
+
+
+def test_stage_parts_are_reported_but_not_summed_twice():
+    from tritonsmith.evaluator._evaluate import _with_overhead
+
+    stages = {"trial": 1.0, "bench_timed": 2.0, "bench_timed/checks": 0.5, "bench_timed/calls": 1.25}
+    out = _with_overhead(stages, wall_s=4.0)
+    assert out["process"] == pytest.approx(1.0)  # 4.0 - (1.0 + 2.0): the parts are inside bench_timed
+    assert out["bench_timed/checks"] == 0.5 and out["bench_timed/calls"] == 1.25

@@ -128,3 +128,20 @@ def test_median_ci_brackets_the_median_and_narrows_with_more_samples():
         med = sorted(xs)[len(xs) // 2]
         assert lo <= med <= hi
     assert tc.median_ci(large)[1] - tc.median_ci(large)[0] < tc.median_ci(small)[1] - tc.median_ci(small)[0]
+
+
+def test_round_checker_judges_all_rounds_together_and_names_the_wrong_ones():
+    """Samples are gathered per round and judged at the end: a memoised answer in round 37 of 60 is found."""
+    g = torch.Generator().manual_seed(17)
+    checker = tc.RoundChecker()
+    answers = [torch.softmax(torch.randn(29, 4099, generator=g), dim=1) for _ in range(60)]
+    for i, want in enumerate(answers):
+        got = answers[i - 3].clone() if i == 36 else want * (1 + 1e-6 * torch.randn(want.shape, generator=g))
+        checker.compare([got, torch.arange(i, i + 5)], [want, torch.arange(i, i + 5)])
+    with pytest.raises(CandidateFailure) as info:
+        checker.verdict()
+    assert "1 of 60 timed calls" in info.value.message and "call 37" in info.value.message
+    honest = tc.RoundChecker()
+    for want in answers[:9]:
+        honest.compare(want.clone(), want)
+    honest.verdict()  # nothing wrong: no exception

@@ -58,7 +58,6 @@ _SUSPICIOUS_SPEEDUP = 10.0
 # A timed candidate below this share of the light floor is rejected (the floor's own error: datasheet
 # bandwidth, outputs that stay in L2 when small).
 _LIGHT_MARGIN = 0.5
-_SAMPLE_EVERY = 4  # after the first rounds, a timed call's output is compared with probability 1/4
 _SLOW_INPUTS_MS = 10.0  # slower input generation than this: rotate a pool of sets instead of fresh ones
 
 
@@ -78,7 +77,10 @@ def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callab
         fns["compiled"] = lambda a: compiled_fn(*a)
     job.stage("benchmark: candidate, eager and torch.compile, interleaved", key="bench_timed")
     checker = _Checker(job, candidate) if checked else None
-    timed = _time_interleaved(fns, refill, flush, checker=checker)
+    costs: dict[str, float] = {}
+    timed = _time_interleaved(fns, refill, flush, checker=checker, costs=costs)
+    for part, seconds in costs.items():  # parts of bench_timed: where the rounds' wall time went
+        job.stage_seconds[f"bench_timed/{part}"] = seconds
     cand, eager = timed["candidate"], timed["eager"]
     notes = list(refill.notes)
     if checker is not None:
@@ -181,13 +183,11 @@ class _Checker:
             tc.check_streams(self.census)
 
     def after_round(self, r: int, cand_out: Any, ref_out: Any) -> None:
-        """Reuse is checked every round; the sampled comparison on the first rounds and then on a random
-        quarter of them (a candidate cannot tell which), the full comparison on one random round."""
+        """Reuse and the sampled comparison every round; the full comparison on one random round."""
         self.rounds.check_reuse(cand_out)
         if r == self._full_at:
             _verify_timed_outputs({r: cand_out}, {r: [_detach(o) for o in flatten_outputs(ref_out)]})
-        if r < _MIN_REPS or secrets.randbelow(_SAMPLE_EVERY) == 0:
-            self.rounds.compare(cand_out, ref_out)
+        self.rounds.compare(cand_out, ref_out)
 
     def finish(self) -> None:
         self.rounds.verdict()
@@ -275,13 +275,15 @@ def _input_sets(make_inputs: Callable[[int], list[Any]], seed: int) -> list[list
 
 
 def _time_interleaved(fns: dict[str, Callable[[list[Any]], Any]], source: _Refill | list[list[Any]], flush: Any,
-                      target_ms: float = _TARGET_MS, checker: _Checker | None = None) -> dict[str, dict[str, Any]]:
+                      target_ms: float = _TARGET_MS, checker: _Checker | None = None,
+                      costs: dict[str, float] | None = None) -> dict[str, dict[str, Any]]:
     """Time each implementation in turn, one call each per round, so the speedup ratios see the same clocks.
 
     Drift between evaluations (GPU clocks, temperature, allocator state) moves all implementations alike
     within a round; timing them one after another would fold it into the ratio. ``source`` is a
     :class:`_Refill` (fresh contents in the same buffers every round) or a list of input sets rotated in
-    turn. ``checker`` sees each round's candidate and eager outputs.
+    turn. ``checker`` sees each round's candidate and eager outputs. ``costs`` (when given) receives the
+    wall seconds spent writing inputs, in the checks and in the timed calls.
     """
     sets = source if isinstance(source, list) else None
     with torch.no_grad():
@@ -293,13 +295,17 @@ def _time_interleaved(fns: dict[str, Callable[[list[Any]], Any]], source: _Refil
         hosts: dict[str, list[float]] = {name: [] for name in fns}
         launches: dict[str, list[float]] = {name: [] for name in fns}
         start = _perf_counter()
+        wall = {"inputs": 0.0, "checks": 0.0, "calls": 0.0}
         r = 0
         while not _done(r, events, target_ms, _perf_counter() - start):
+            t0 = _perf_counter()
             if sets is None:
                 source.next()  # type: ignore[union-attr]
             args = sets[r % len(sets)] if sets is not None else source.buffers  # type: ignore[union-attr]
+            t1 = _perf_counter()
             if checker is not None:
                 checker.before_round(r, args)
+            t2 = _perf_counter()
             outs: dict[str, Any] = {}
             for name, fn in fns.items():
                 keep = checker is not None and name in ("candidate", "eager")
@@ -311,10 +317,16 @@ def _time_interleaved(fns: dict[str, Callable[[list[Any]], Any]], source: _Refil
                 if keep:
                     outs[name] = out
                 del out
+            t3 = _perf_counter()
             if checker is not None:
                 checker.after_round(r, outs["candidate"], outs["eager"])
             outs.clear()
+            wall["inputs"] += t1 - t0
+            wall["checks"] += t2 - t1 + _perf_counter() - t3
+            wall["calls"] += t3 - t2
             r += 1
+    if costs is not None:
+        costs.update(wall)
     return {name: _stats(events[name], hosts[name], launches[name]) for name in fns}
 
 

@@ -1,6 +1,6 @@
 """The evaluator: is a Triton candidate correct, and how fast is it against eager and torch.compile?
 
-``evaluate`` is the plain function; ``evaluate_kernel_tool`` wraps it for LangChain agents.
+``evaluate`` is the plain function; ``tritonsmith.tools.make_evaluate_tool`` wraps it for LangChain agents.
 
 No cheating candidate is reported fast and correct. Three layers (see ``_checks`` and ``_guards``):
 
@@ -314,10 +314,12 @@ def _with_overhead(stages: dict[str, float], wall_s: float, startup_s: float = 0
 
     ``process``: starting the worker (a fork, or a fresh interpreter with its imports), its exit and the
     result hand-over; ``zygote_start`` (only when this evaluation waited for one): the zygote's own start.
+    Keys with a ``/`` are parts of another stage (``bench_timed/checks``) and are not summed again.
     """
-    measured = {k: v for k, v in stages.items() if k != "startup"}
+    measured = {k: v for k, v in stages.items() if k != "startup" and "/" not in k}
     extra = {"zygote_start": round(startup_s, 3)} if startup_s > 0 else {}
-    return {"process": round(max(0.0, wall_s - startup_s - sum(measured.values())), 3), **extra, **measured}
+    parts = {k: round(v, 4) for k, v in stages.items() if "/" in k}
+    return {"process": round(max(0.0, wall_s - startup_s - sum(measured.values())), 3), **extra, **measured, **parts}
 
 
 def _exit_reason(code: int | None) -> str:

@@ -44,11 +44,17 @@ _HELD_OUTPUTS = 2  # earlier candidate outputs kept alive (as a caller would) wh
 
 
 class RoundChecker:
-    """Per-round checks of the candidate's timed outputs (see the module docstring)."""
+    """Per-round checks of the candidate's timed outputs (see the module docstring).
+
+    A round costs three small device operations (draw sample indices, gather the candidate's and the
+    reference's elements there); the samples of all rounds are judged together in :meth:`verdict`, so the
+    timed loop neither synchronizes nor runs a comparison per round.
+    """
 
     def __init__(self) -> None:
         self.rounds = 0
-        self._shares: list[tuple[int, torch.Tensor | float]] = []
+        self._structural: list[int] = []  # rounds whose outputs differ in number, shape, dtype or device
+        self._samples: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}  # output -> (round, got, want)
         self._held: list[list[torch.Tensor]] = []
 
     def check_reuse(self, cand_out: Any) -> None:
@@ -63,27 +69,34 @@ class RoundChecker:
         self._held = (self._held + [tensors])[-_HELD_OUTPUTS:]
 
     def compare(self, cand_out: Any, ref_out: Any) -> None:
-        """Sampled comparison of one timed call's outputs with the reference's for the same inputs.
-
-        The verdict stays on the device until :meth:`verdict` (no synchronization per round)."""
+        """Sample one timed call's outputs and the reference's for the same inputs (judged in :meth:`verdict`)."""
         self.rounds += 1
         got, want = flatten_outputs(cand_out), flatten_outputs(ref_out)
         if len(got) != len(want):
-            self._shares.append((self.rounds, 1.0))
+            self._structural.append(self.rounds)
             return
-        wrong = [sample_wrong(c, r) for c, r in zip(got, want, strict=True) if isinstance(r, torch.Tensor)]
-        if wrong:
-            worst = wrong[0] if len(wrong) == 1 else torch.stack([torch.as_tensor(x, dtype=torch.bool,
-                                                                                device=want[0].device) for x in wrong]).any()
-            self._shares.append((self.rounds, worst))
+        pairs = [(j, c, r) for j, (c, r) in enumerate(zip(got, want, strict=True)) if isinstance(r, torch.Tensor)]
+        if any(_mismatched(c, r) for _, c, r in pairs):
+            self._structural.append(self.rounds)
+            return
+        for j, c, r in pairs:
+            if r.numel():
+                self._samples.setdefault(j, []).append((self.rounds, *_gather(c, r)))
 
     def verdict(self) -> None:
-        wrong = [r for r, bad in self._shares if bool(bad)]
-        self._shares.clear()
+        wrong = set(self._structural)
+        for samples in self._samples.values():
+            # judged on the host: a few hundred kilobytes, and no device kernel the evaluation would load only for this
+            got, want = torch.stack([g for _, g, _ in samples]).cpu(), torch.stack([w for _, _, w in samples]).cpu()
+            rows = _rows_wrong(got, want)
+            wrong.update(n for (n, _, _), bad in zip(samples, rows.tolist(), strict=True) if bad)
+        self._structural.clear()
+        self._samples.clear()
         if wrong:
+            first = min(wrong)
             raise reject("benchmark_output_wrong", "benchmark", (
                 f"{len(wrong)} of {self.rounds} timed calls returned outputs that differ from the reference's "
-                f"for the inputs they were given (first: call {wrong[0]}); fresh inputs are written into the "
+                f"for the inputs they were given (first: call {first}); fresh inputs are written into the "
                 "same buffers before every timed call, so ModelNew must compute every call from its inputs "
                 "(no cached or memoised results, no behaviour that changes when timed)"))
 
@@ -91,38 +104,54 @@ class RoundChecker:
         self._held.clear()
 
 
-def sample_wrong(c: Any, r: torch.Tensor) -> torch.Tensor | bool:
-    """Whether ``c`` is not the reference ``r`` on a random sample of elements (see ``_WRONG_REL_ERROR``).
+def _mismatched(c: Any, r: torch.Tensor) -> bool:
+    return not isinstance(c, torch.Tensor) or c.shape != r.shape or c.dtype != r.dtype or c.device != r.device
 
-    A 0-d bool tensor on ``r``'s device, so no synchronization is needed per timed call; True on a
-    structural mismatch (shape, dtype, device, not a tensor).
-    """
-    if not isinstance(c, torch.Tensor) or c.shape != r.shape or c.dtype != r.dtype or c.device != r.device:
-        return True
-    n = r.numel()
-    if n == 0:
-        return False
+
+def _gather(c: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same random ``_SAMPLE`` elements of ``c`` and ``r`` (all of them when fewer), on their device."""
     flat_c, flat_r = c.reshape(-1), r.reshape(-1)
-    if n > _SAMPLE:
-        idx = torch.randint(0, n, (_SAMPLE,), device=r.device)
-        flat_c, flat_r = flat_c[idx], flat_r[idx]
+    if r.numel() > _SAMPLE:
+        idx = torch.randint(0, r.numel(), (_SAMPLE,), device=r.device)
+        return flat_c[idx], flat_r[idx]
+    return flat_c.clone(), flat_r.clone()
+
+
+def _rows_wrong(c: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """Which rows of the samples ``c`` (got) and ``r`` (want), both ``[rounds, elements]``, are wrong.
+
+    Floats: relative error ``||c - r|| / ||r||`` above ``_WRONG_REL_ERROR`` and some element outside
+    ``_SLACK`` times the kernelbench tolerance (a NaN where the reference has a number is wrong; NaN in
+    both agrees). Integers: more than ``_WRONG_SHARE`` of the elements differ.
+    """
     if not (r.is_floating_point() or r.is_complex()):
-        return (flat_c != flat_r).float().mean() > _WRONG_SHARE
-    c64, r64 = flat_c.to(torch.complex128 if r.is_complex() else torch.float64), flat_r.to(
-        torch.complex128 if r.is_complex() else torch.float64)
+        return (c != r).float().mean(dim=1) > _WRONG_SHARE
+    wide = torch.complex128 if r.is_complex() else torch.float64
+    c64, r64 = c.to(wide), r.to(wide)
     both_nan = torch.isnan(c64) & torch.isnan(r64)
     diff = torch.where(both_nan, torch.zeros_like(c64), c64 - r64).abs()
-    diff = torch.nan_to_num(diff, nan=float("inf"))  # a NaN where the reference has a number is wrong
+    diff = torch.nan_to_num(diff, nan=float("inf"))
     scale = torch.nan_to_num(r64.abs(), nan=0.0, posinf=0.0)
-    rel = diff.square().sum().sqrt() / scale.square().sum().sqrt().clamp_min(1e-300)
+    rel = diff.square().sum(dim=1).sqrt() / scale.square().sum(dim=1).sqrt().clamp_min(1e-300)
     tol = _SLACK * kernelbench_tolerance(r.dtype)
-    outside = (diff > tol * (1.0 + scale)).any()
+    outside = (diff > tol * (1.0 + scale)).any(dim=1)
     return (rel > _WRONG_REL_ERROR) & outside
+
+
+def sample_wrong(c: Any, r: torch.Tensor) -> bool:
+    """Whether ``c`` is not the reference ``r`` on a random sample of elements (see ``_rows_wrong``);
+    True on a structural mismatch (shape, dtype, device, not a tensor)."""
+    if _mismatched(c, r):
+        return True
+    if r.numel() == 0:
+        return False
+    got, want = _gather(c, r)
+    return bool(_rows_wrong(got[None], want[None])[0])
 
 
 def sample_agrees(c: Any, r: torch.Tensor) -> bool:
     """Whether a random sample of ``c`` agrees with ``r`` (the negation of :func:`sample_wrong`)."""
-    return not bool(sample_wrong(c, r))
+    return not sample_wrong(c, r)
 
 
 class CensusUnavailable(RuntimeError):
