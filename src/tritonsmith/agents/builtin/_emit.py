@@ -80,7 +80,7 @@ def _model_class(source: str, traced: TracedProblem, plan: Plan, kernels: dict[i
     body = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", body)
     globals_needed = _module_globals(tree, keep)
     arg_names = [a.arg for a in fwd.args.args[1:]]
-    forward = _forward(arg_names, traced, plan, kernels)
+    forward = _forward(arg_names, traced, plan, kernels, _unpassed_defaults(fwd, traced))
     head = "".join(g + "\n" for g in globals_needed)
     return (f"{head}{'' if not head else chr(10)}class ModelNew(nn.Module):\n"
             '    """Same parameters as the reference Model (same names, same initialization order); the\n'
@@ -153,14 +153,31 @@ def _copy_stmt(stmt: ast.stmt) -> str:
     return ast.unparse(ast.fix_missing_locations(cls)) + "\n"
 
 
-def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
+def _unpassed_defaults(fwd: ast.FunctionDef, traced: TracedProblem) -> dict[str, str]:
+    """The forward's trailing parameters that get_inputs() does not pass (``h0=None``): name -> default, as
+    Python text. The kernels were traced with those defaults."""
+    params = fwd.args.args[1:]
+    passed = len(traced.graph.inputs) + len(traced.scalars)
+    defaults = dict(zip([a.arg for a in params[len(params) - len(fwd.args.defaults):]], fwd.args.defaults,
+                        strict=True))
+    return {a.arg: ast.unparse(defaults[a.arg]) for a in params[passed:] if a.arg in defaults}
+
+
+def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource],
+             unpassed: dict[str, str] | None = None) -> str:
     names: dict[int, str] = {}
-    tensor_args = [a for i, a in enumerate(arg_names) if i not in traced.scalars]
-    if len(tensor_args) != len(traced.graph.inputs):
+    unpassed = unpassed or {}
+    passed = [a for a in arg_names if a not in unpassed]
+    tensor_args = [a for i, a in enumerate(passed) if i not in traced.scalars]
+    if len(tensor_args) != len(traced.graph.inputs) or passed != arg_names[:len(passed)]:
         raise UnsupportedError("could not match the forward's arguments to its tensor inputs")
     for node, arg in zip(traced.graph.inputs, tensor_args, strict=True):
         names[node.id] = arg
-    lines = [f"    def forward(self, {', '.join(arg_names)}):"]
+    params = [*passed, *(f"{a}={d}" for a, d in unpassed.items())]
+    lines = [f"    def forward(self, {', '.join(params)}):"]
+    for arg, default in unpassed.items():  # traced with the default: another value would need other kernels
+        lines.append(f"        if {arg} is not {default}:" if default == "None" else f"        if {arg} != {default}:")
+        lines.append(f"            raise ValueError('kernels were generated for {arg}={default}')")
     for pos, value in traced.scalars.items():
         if pos < len(arg_names):
             lines.append(f"        if {arg_names[pos]} != {value!r}:  # export baked this scalar input in")
@@ -194,7 +211,9 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
                 if n.attrs["call_id"] not in shared:
                     shared[n.attrs["call_id"]] = f"r{n.id}"
                     lines.append(f"        r{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
-                call = f"{shared[n.attrs['call_id']]}[{n.attrs['item']}]"
+                # the kernels read it with the traced (contiguous) strides; torch.lstm on the CPU returns a
+                # batch-first output as a transposed view: .contiguous() is free when it already is
+                call = f"{shared[n.attrs['call_id']]}[{n.attrs['item']}].contiguous()"
                 lines.append(f"        t{n.id} = {call}")
                 continue
             lines.append(f"        t{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
