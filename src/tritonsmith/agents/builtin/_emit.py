@@ -61,10 +61,29 @@ def emit_module(problem_name: str, source: str, traced: TracedProblem, plan: Pla
     parts += ["\n\n" + HELPERS[h] for h in helpers]
     if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):
         parts.append(TO_CHANNELS_LAST)
+    first: dict[str, str] = {}  # a kernel's text up to names and comments -> the launcher written for it
     for k in kernels.values():
+        key = _canonical(k)
+        if key in first:  # a repeated block of a whole model: one compile instead of one per copy
+            parts.append(f"\n\n{k.name} = {first[key]}  # the same kernel and launcher as {first[key]}\n")
+            continue
+        first[key] = k.name
         parts += ["\n\n" + k.kernel, "\n\n" + k.launcher]
     parts.append("\n\n" + _model_class(source, traced, plan, kernels))
     return "".join(parts)
+
+
+def _canonical(k: KernelSource) -> str:
+    """The kernel and launcher text without what differs between copies of one block of a model: the
+    kernel's name, docstrings, comments, and the node numbers in variable names (``v12``, ``acc12``, ``c12``,
+    ``sel12_0``: renumbered in order of first appearance, one number for one node, so two texts are equal
+    only when one is the other with its variables renamed)."""
+    text = re.sub(rf"\b{re.escape(k.name)}(?=(_\w*)?\b)", "K", k.kernel + "\n" + k.launcher)  # and _stats0_kernel
+    text = re.sub(r'"""[\s\S]*?"""', "", text)
+    text = re.sub(r"#[^\n]*", "", text)
+    ids: dict[str, str] = {}
+    return re.sub(r"\b(acc|sel|c|i|p|r|s|t|v|x)(\d+)(?=_|\b)",
+                  lambda m: m.group(1) + ids.setdefault(m.group(2), str(len(ids))), text)
 
 
 def _model_class(source: str, traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
