@@ -354,6 +354,8 @@ def mutated_inputs(saved: list[Any], inputs: list[Any]) -> list[int]:
     bad = []
     for i, (s, x) in enumerate(zip(saved, inputs, strict=True)):
         if isinstance(s, torch.Tensor):
+            if s.shape == x.shape and s.dtype == x.dtype and torch.equal(s, x):
+                continue  # the usual answer in one comparison; NaN inputs take the path below
             same = s.shape == x.shape and s.dtype == x.dtype and bool(
                 (torch.eq(s, x) | (torch.isnan(s) & torch.isnan(x)) if s.is_floating_point() else torch.eq(s, x)).all())
             if not same:
