@@ -34,11 +34,12 @@ kernel per group:
   tensor cores: the op is memory-bound), the bias and the following elementwise chain as epilogue;
 - all other convolutions (dense, grouped, transposed) stay torch calls, with the chain after them fused
   into Triton (the hybrid policy: the candidate's note names the torch ops that remain); so do LSTM / GRU /
-  RNN layers (``_rnn.py``: traced as one custom op each, one call for all the outputs used) and indexing
-  by a tensor;
+  RNN layers (``_rnn.py``: traced as one custom op each, one call for all the outputs used), indexing
+  by a tensor and random tensors drawn in forward (``torch.randn`` initial states);
 - whole models: parameters and buffers of any module tree are read through Python a reader can follow
   (``self.features[3].weight``, ``self.heads['aux-1'].weight``); the reference's submodule classes,
-  helpers and imports are copied (submodule ``forward`` methods dropped: ModelNew's forward computes).
+  helpers and imports are copied (submodule ``forward`` methods dropped: ModelNew's forward computes);
+  a kernel repeated across blocks at the same shapes is written once (later launchers are aliases).
 
 A bug of ours in one variant returns a candidate with ``error`` (its traceback) naming the variant; the
 loop records it as an ``error`` attempt and the next call tries another variant.

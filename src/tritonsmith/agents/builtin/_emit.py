@@ -107,10 +107,29 @@ def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfg
     parts += ["\n\n" + HELPERS[h] for h in helpers]
     if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):
         parts.append(TO_CHANNELS_LAST)
+    first: dict[str, str] = {}  # a kernel's text up to names and comments -> the launcher written for it
     for k in kernels.values():
+        key = _canonical(k)
+        if key in first:  # a repeated block of a whole model: one compile instead of one per copy
+            parts.append(f"\n\n{k.name} = {first[key]}  # the same kernel and launcher as {first[key]}\n")
+            continue
+        first[key] = k.name
         parts += ["\n\n" + k.kernel, "\n\n" + k.launcher]
     parts.append("\n\n" + _model_class(source, traced, plan, kernels))
     return "".join(parts)
+
+
+def _canonical(k: KernelSource) -> str:
+    """The kernel and launcher text without what differs between copies of one block of a model: the
+    kernel's name, docstrings, comments, and the node numbers in variable names (``v12``, ``acc12``, ``c12``,
+    ``sel12_0``: renumbered in order of first appearance, one number for one node, so two texts are equal
+    only when one is the other with its variables renamed)."""
+    text = re.sub(rf"\b{re.escape(k.name)}(?=(_\w*)?\b)", "K", k.kernel + "\n" + k.launcher)  # and _stats0_kernel
+    text = re.sub(r'"""[\s\S]*?"""', "", text)
+    text = re.sub(r"#[^\n]*", "", text)
+    ids: dict[str, str] = {}
+    return re.sub(r"\b(acc|sel|c|i|p|r|s|t|v|x)(\d+)(?=_|\b)",
+                  lambda m: m.group(1) + ids.setdefault(m.group(2), str(len(ids))), text)
 
 
 def _model_class(source: str, traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
@@ -126,7 +145,7 @@ def _model_class(source: str, traced: TracedProblem, plan: Plan, kernels: dict[i
     body = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", body)
     globals_needed = _module_globals(tree, keep)
     arg_names = [a.arg for a in fwd.args.args[1:]]
-    forward = _forward(arg_names, traced, plan, kernels)
+    forward = _forward(arg_names, traced, plan, kernels, _unpassed_defaults(fwd, traced))
     head = "".join(g + "\n" for g in globals_needed)
     return (f"{head}{'' if not head else chr(10)}class ModelNew(nn.Module):\n"
             '    """Same parameters as the reference Model (same names, same initialization order); the\n'
@@ -199,14 +218,31 @@ def _copy_stmt(stmt: ast.stmt) -> str:
     return ast.unparse(ast.fix_missing_locations(cls)) + "\n"
 
 
-def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
+def _unpassed_defaults(fwd: ast.FunctionDef, traced: TracedProblem) -> dict[str, str]:
+    """The forward's trailing parameters that get_inputs() does not pass (``h0=None``): name -> default, as
+    Python text. The kernels were traced with those defaults."""
+    params = fwd.args.args[1:]
+    passed = len(traced.graph.inputs) + len(traced.scalars)
+    defaults = dict(zip([a.arg for a in params[len(params) - len(fwd.args.defaults):]], fwd.args.defaults,
+                        strict=True))
+    return {a.arg: ast.unparse(defaults[a.arg]) for a in params[passed:] if a.arg in defaults}
+
+
+def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource],
+             unpassed: dict[str, str] | None = None) -> str:
     names: dict[int, str] = {}
-    tensor_args = [a for i, a in enumerate(arg_names) if i not in traced.scalars]
-    if len(tensor_args) != len(traced.graph.inputs):
+    unpassed = unpassed or {}
+    passed = [a for a in arg_names if a not in unpassed]
+    tensor_args = [a for i, a in enumerate(passed) if i not in traced.scalars]
+    if len(tensor_args) != len(traced.graph.inputs) or passed != arg_names[:len(passed)]:
         raise UnsupportedError("could not match the forward's arguments to its tensor inputs")
     for node, arg in zip(traced.graph.inputs, tensor_args, strict=True):
         names[node.id] = arg
-    lines = [f"    def forward(self, {', '.join(arg_names)}):"]
+    params = [*passed, *(f"{a}={d}" for a, d in unpassed.items())]
+    lines = [f"    def forward(self, {', '.join(params)}):"]
+    for arg, default in unpassed.items():  # traced with the default: another value would need other kernels
+        lines.append(f"        if {arg} is not {default}:" if default == "None" else f"        if {arg} != {default}:")
+        lines.append(f"            raise ValueError('kernels were generated for {arg}={default}')")
     for pos, value in traced.scalars.items():
         if pos < len(arg_names):
             lines.append(f"        if {arg_names[pos]} != {value!r}:  # export baked this scalar input in")
@@ -240,7 +276,9 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
                 if n.attrs["call_id"] not in shared:
                     shared[n.attrs["call_id"]] = f"r{n.id}"
                     lines.append(f"        r{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
-                call = f"{shared[n.attrs['call_id']]}[{n.attrs['item']}]"
+                # the kernels read it with the traced (contiguous) strides; torch.lstm on the CPU returns a
+                # batch-first output as a transposed view: .contiguous() is free when it already is
+                call = f"{shared[n.attrs['call_id']]}[{n.attrs['item']}].contiguous()"
                 lines.append(f"        t{n.id} = {call}")
                 continue
             lines.append(f"        t{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")

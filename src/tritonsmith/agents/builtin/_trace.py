@@ -64,11 +64,7 @@ def export_problem(problem: Problem, lead: int | None = None) -> Exported:
     patch_recurrent(model)
     if lead is not None:
         inputs = resize_leading(list(inputs), lead)
-    tensors = tuple(inputs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.export.export(model, tensors)
-        program = program.run_decompositions()
+    program = _export(model, tuple(inputs))
     paths = [n for n, _ in model.named_parameters(remove_duplicate=False)]
     paths += [n for n, _ in model.named_buffers(remove_duplicate=False)]
     return program, inputs, {p: attribute_expr(model, p) for p in paths}
@@ -85,6 +81,33 @@ def resize_leading(inputs: list[Any], size: int) -> list[Any]:
     lead = leading_size(inputs)
     return [torch.zeros((size, *v.shape[1:]), dtype=v.dtype, device=v.device)
             if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == lead else v for v in inputs]
+
+
+def _export(model: torch.nn.Module, inputs: tuple[Any, ...]) -> Any:
+    """``torch.export`` with the core-ATen decompositions. A forward that mutates a plain tensor attribute
+    (a recurrent cell's ``self.hidden.copy_(h0)``) is refused by export as a mutated constant: such
+    attributes are registered as non-persistent buffers and the export retried (a buffer mutation is
+    allowed; what the outputs read of it is lowered like any value)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return torch.export.export(model, inputs).run_decompositions()
+        except RuntimeError as exc:
+            if "is mutated in the forward method" not in str(exc) or not _tensor_attributes_as_buffers(model):
+                raise
+        return torch.export.export(model, inputs).run_decompositions()
+
+
+def _tensor_attributes_as_buffers(model: torch.nn.Module) -> bool:
+    """Register every plain tensor attribute of the module tree as a non-persistent buffer; whether any was."""
+    changed = False
+    for m in model.modules():
+        for name, value in list(vars(m).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                delattr(m, name)
+                m.register_buffer(name, value, persistent=False)
+                changed = True
+    return changed
 
 
 def attribute_expr(model: torch.nn.Module, path: str) -> str:
@@ -137,9 +160,7 @@ def _constants_on_cpu(problem: Problem) -> dict[str, Any]:
         module = exec_reference(small.source, small.name)
         model, _, inputs = instantiate(module, small.name, "cpu")
         patch_recurrent(model)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            program = torch.export.export(model, tuple(inputs)).run_decompositions()
+        program = _export(model, tuple(inputs))
     except (ProblemError, RuntimeError, ValueError, TypeError) as exc:
         log.info("builtin: no CPU export of %s for its constants: %s", problem.name, exc)
         return {}
