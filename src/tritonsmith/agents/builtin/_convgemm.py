@@ -95,9 +95,10 @@ def _sum(terms: list[str | None]) -> str:
     return " + ".join(kept).replace("+ -", "- ") if kept else "0"
 
 
-def _head_lines(s: ConvGeometry, i64: bool) -> list[str]:
-    """Program ids, the tile's rows (m: image and output position) and columns (n: output channel in the
-    group), and each row's output coordinates ``o{j}`` and image ``img``."""
+def _head_lines(s: ConvGeometry, i64: bool, m_text: str) -> list[str]:
+    """Program ids, the tile's rows (m: image and output position; ``m_text`` of them, ``lead * positions``
+    where the batch is a run-time size) and columns (n: output channel in the group), and each row's output
+    coordinates ``o{j}`` and image ``img``."""
     cast = ".to(tl.int64)" if i64 else ""
     lines = ["pid = tl.program_id(0)",
              f"grp = tl.program_id(1){cast}  # convolution group" if s.groups > 1 else "",
@@ -108,7 +109,7 @@ def _head_lines(s: ConvGeometry, i64: bool) -> list[str]:
              f"rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)){cast}  # image * positions + output position",
              "rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # output channel within the group",
              "rk = tl.arange(0, BLOCK_K)",
-             f"mmask = rm < {s.m}",
+             f"mmask = rm < {m_text}",
              f"nmask = rn < {s.cout_g}"]
     inner = 1
     coords: list[str] = []
@@ -239,6 +240,8 @@ def conv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
     xptr, wptr = w.base_ptr(s.x[0]), w.base_ptr(s.w[0])
     w.check_size(g.numel)
     w.check_size(s.m * s.cout)
+    # shape-generic (_shapes): the batch is the leading size, a run-time argument; every stride stays fixed
+    m_text = w.size(s.m, w.lead is not None and w.lead.batched(n))
     bm, bn, bk = int(cfg.get("BLOCK_M", 128)), int(cfg.get("BLOCK_N", 64)), int(cfg.get("BLOCK_K", 32))
     epi: list[str] = []
     cache: dict[Any, str] = {}
@@ -266,13 +269,13 @@ def conv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
              else f"lin = co[None, :] * {s.positions} + rm[:, None]"),
             "mask = mmask[:, None] & nmask[None, :]",
             f"v{n.id} = acc"]
-    body = _head_lines(s, w.idx64) + row + loop + tail + epi
-    title = (f"{_describe(s)}: implicit GEMM per group, M = {s.m} (image x output position), N = {s.cout_g} "
+    body = _head_lines(s, w.idx64, m_text) + row + loop + tail + epi
+    title = (f"{_describe(s)}: implicit GEMM per group, M = {m_text} (image x output position), N = {s.cout_g} "
              f"(output channels per group), K = {s.k} (input channels per group x taps), fp32 accumulation "
              f"with tensor-core dots (PRECISION), then {len(g.nodes) - 1} fused ops.")
     src = (f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'PRECISION'])}):\n"
            f"{w.docstring(title)}\n    K = {s.k}\n" + "".join(f"    {ln}\n" for ln in body))
-    grid = f"(triton.cdiv({s.m}, {bm}) * triton.cdiv({s.cout_g}, {bn}), {s.groups})"
+    grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.cout_g}, {bn}), {s.groups})"
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "PRECISION": str(cfg.get("precision", "tf32x3")),
             "num_warps": int(cfg.get("num_warps", 8)), "num_stages": int(cfg.get("num_stages", 3))}
     launcher = w.launcher(grid, meta, f"Launch {name}_kernel: implicit-GEMM convolution + {len(g.nodes) - 1} "
