@@ -26,9 +26,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from tritonsmith.agents.builtin import _plan  # noqa: E402
+from tritonsmith.agents.builtin import _plan, menu_for, variant_label  # noqa: E402
 from tritonsmith.agents.builtin._emit import emit_module  # noqa: E402
-from tritonsmith.agents.builtin._variants import MATMUL, variant_menu  # noqa: E402
+from tritonsmith.agents.builtin._variants import MATMUL, Variant  # noqa: E402
 from tritonsmith.core.problem import Problem  # noqa: E402
 
 
@@ -40,13 +40,12 @@ def winner(record: dict[str, Any]) -> str:
 def emit(problem: Problem, key: str) -> str:
     """The source ``choose_variant`` gives for ``key`` (``+ieee``: the same variant with an ieee dot)."""
     base = key.removesuffix("+ieee")
-    variant = next(v for v in variant_menu(_plan(problem, {}, None)[1]) if v.key == base)
-    overrides, why = variant.overrides, variant.why
+    variant = next(v for v in menu_for(problem, None)[0] if v.key == base)
     if key.endswith("+ieee"):
-        overrides = {**overrides, MATMUL: {**overrides.get(MATMUL, {}), "precision": "ieee"}}
-        why += "; fp32 dot in ieee precision"
+        variant = Variant(key, variant.why + "; fp32 dot in ieee precision", variant.options,
+                          {**variant.overrides, MATMUL: {**variant.overrides.get(MATMUL, {}), "precision": "ieee"}})
     traced, plan = _plan(problem, variant.options, None)
-    return emit_module(problem.name, problem.source, traced, plan, overrides, f"{key} ({why})")
+    return emit_module(problem.name, problem.source, traced, plan, variant.overrides, variant_label(variant, traced))
 
 
 def main() -> int:

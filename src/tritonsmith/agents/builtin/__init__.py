@@ -97,7 +97,7 @@ class _ProblemState:
             self.error = f"torch.export could not trace the reference: {type(exc).__name__}: {exc}"
             return
         try:
-            plan = _plan(problem, {}, self.exported)
+            self.menu, self.torch_ops = menu_for(problem, self.exported)
         except UnsupportedError as exc:
             self.error = str(exc)
             return
@@ -105,10 +105,34 @@ class _ProblemState:
             log.exception("builtin: planning %s failed", problem.name)
             self.bug = traceback.format_exc(limit=20)
             return
-        from tritonsmith.agents.builtin._variants import variant_menu
 
-        self.menu = variant_menu(plan[1])
-        self.torch_ops = list(plan[1].torch_ops)
+
+def menu_for(problem: Problem, exported: Exported | None) -> tuple[list[Any], list[str]]:
+    """The variants to try for ``problem``, in order, and the torch ops its plan keeps.
+
+    Where an algebraic rewrite fires (``_rewrite.py``) the menu is the rewritten plan's, then ``no-rewrites``
+    last: the first variant of the plan as traced, so the evaluator measures (and proves) the rewrite
+    against the plain lowering instead of assuming it is right and faster."""
+    from tritonsmith.agents.builtin._variants import Variant, variant_menu
+
+    traced, plan = _plan(problem, {}, exported)
+    menu = variant_menu(plan)
+    if traced.rewrites:
+        try:
+            first = variant_menu(_plan(problem, {"no_rewrites": True}, exported)[1])[0]
+        except UnsupportedError as exc:  # the plain lowering cannot be written: the rewrite is the only way
+            log.info("builtin: %s without rewrites is not writable: %s", problem.name, exc)
+        else:
+            menu.append(Variant("no-rewrites", f"the graph as traced, without the rewrites {', '.join(traced.rewrites)}"
+                                f" ({first.key}: {first.why})", {**first.options, "no_rewrites": True},
+                                first.overrides))
+    return menu, list(plan.torch_ops)
+
+
+def variant_label(variant: Any, traced: Any) -> str:
+    """How the emitted module's header names the variant (and the rewrites that shaped its graph)."""
+    label = f"{variant.key} ({variant.why})"
+    return label + (f"; rewrites: {', '.join(traced.rewrites)}" if traced.rewrites else "")
 
 
 def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None) -> tuple[Any, Any]:
@@ -159,7 +183,7 @@ class BuiltinGenerator:
             try:
                 traced, plan = _plan(problem, variant.options, state.exported)
                 source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
-                                     f"{variant.key} ({variant.why})")
+                                     variant_label(variant, traced))
             except UnsupportedError as exc:
                 log.info("builtin: variant %s of %s not writable: %s", variant.key, problem.name, exc)
                 from tritonsmith.agents.base import Attempt
@@ -178,6 +202,8 @@ class BuiltinGenerator:
         kinds = ", ".join(sorted({g.kind for g in plan.groups if g.kind != "torch"}))
         note = f"builtin: {len([g for g in plan.groups if g.kind != 'torch'])} Triton kernel(s) ({kinds}); " \
                f"variant {variant.key}: {variant.why}"
+        if traced.rewrites:
+            note += f"; rewrites: {', '.join(traced.rewrites)}"
         if plan.torch_ops:
             note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
         return Candidate(source=source, note=note, variant=variant.key,
