@@ -66,11 +66,11 @@ def test_an_answer_without_code_is_fed_back_then_given_up(request_):
 
 def test_tool_rounds_are_bounded_then_only_submit_is_offered(request_):
     store = _Store()
-    from tritonsmith.agents._llm_tools import kernel_search_tool
+    from tritonsmith.tools import make_kernel_search_tool
 
     model = ScriptedChatModel(script=[call_tool("kernel_search", query="softmax"),
                                       call_tool("kernel_search", query="row max"), submit(CODE)])
-    gen = LLMGenerator(model, tools=[kernel_search_tool(store)], max_tool_rounds=2,
+    gen = LLMGenerator(model, tools=[make_kernel_search_tool(store)], max_tool_rounds=2,
                        pricing=Pricing(input_per_mtok=1.0, output_per_mtok=4.0))
     cand = gen.generate(request_)
     assert cand.source == CODE and store.queries == ["softmax", "row max"]
@@ -84,11 +84,11 @@ def test_tool_rounds_are_bounded_then_only_submit_is_offered(request_):
 
 
 def test_unknown_tools_and_bad_arguments_are_reported_to_the_model(request_):
-    from tritonsmith.agents._llm_tools import kernel_search_tool
+    from tritonsmith.tools import make_kernel_search_tool
 
     model = ScriptedChatModel(script=[call_tool("run_shell", cmd="ls"), call_tool("kernel_search", k=2),
                                       submit(CODE)])
-    LLMGenerator(model, tools=[kernel_search_tool(_Store())]).generate(request_)
+    LLMGenerator(model, tools=[make_kernel_search_tool(_Store())]).generate(request_)
     first, second = (next(m for m in reversed(model.seen[i]) if isinstance(m, ToolMessage)) for i in (1, 2))
     assert first.status == "error" and "unknown tool 'run_shell'" in first.content and "kernel_search" in first.content
     assert second.status == "error" and "query" in second.content

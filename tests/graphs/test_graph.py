@@ -219,14 +219,15 @@ def test_a_conversation_over_the_token_budget_restarts_with_a_fresh_prompt(softm
 def test_every_tool_argument_has_a_description(softmax_reference):
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from tritonsmith.agents._llm_tools import default_toolkit, kernel_search_tool, submit_kernel
+    from tritonsmith.agents import default_toolkit
+    from tritonsmith.tools import make_kernel_search_tool, submit_kernel
     from tritonsmith.agents.base import GenerationRequest
     from tritonsmith.tools.ports import MemoryStore, default_profiler
 
     request = GenerationRequest(problem=Problem.from_file(softmax_reference), iteration=1, device="cpu")
     toolkit = default_toolkit(store=MemoryStore(InMemoryKernelMemory()), profiler=default_profiler(),
                               evaluate=evaluate, eval_settings={})
-    tools = [*toolkit(request), submit_kernel, kernel_search_tool(MemoryStore(InMemoryKernelMemory()))]
+    tools = [*toolkit(request), submit_kernel, make_kernel_search_tool(MemoryStore(InMemoryKernelMemory()))]
     assert {t.name for t in tools} >= {"kernel_search", "profile_kernel", "search_web", "evaluate_kernel",
                                        "submit_kernel"}
     for t in tools:

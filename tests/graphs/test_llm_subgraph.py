@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from tritonsmith.agents._llm_tools import kernel_search_tool
+from tritonsmith.tools import make_kernel_search_tool
 from tritonsmith.agents.llm import LLMGenerator
 from tritonsmith.graphs import compile_kernel_graph
 from tritonsmith.graphs.state import AttemptRecord
@@ -58,7 +58,7 @@ def test_a_parent_graph_stops_before_the_llms_tool_call_and_resumes(softmax_refe
                                                                     counting_evaluator):
     store = _Store()
     model = ScriptedChatModel(script=[call_tool("kernel_search", query="row softmax"), submit(softmax_candidate)])
-    generator = LLMGenerator(model, tools=[kernel_search_tool(store)], interrupt_before=("tools",))
+    generator = LLMGenerator(model, tools=[make_kernel_search_tool(store)], interrupt_before=("tools",))
     app = _parent(compile_kernel_graph(generator=generator, memory=False, evaluator=counting_evaluator,
                                        name="kernel"))
     config = {"configurable": {"thread_id": "parent-llm-1"}}
@@ -96,7 +96,7 @@ def test_without_an_interrupt_the_tool_steps_still_stream_from_a_parent(softmax_
                                                                          counting_evaluator):
     store = _Store()
     model = ScriptedChatModel(script=[call_tool("kernel_search", query="softmax"), submit(softmax_candidate)])
-    generator = LLMGenerator(model, tools=[kernel_search_tool(store)])
+    generator = LLMGenerator(model, tools=[make_kernel_search_tool(store)])
     app = _parent(compile_kernel_graph(generator=generator, memory=False, evaluator=counting_evaluator,
                                        name="kernel"))
     steps = [next(iter(u)) for ns, u in app.stream({"problem": str(softmax_reference)},

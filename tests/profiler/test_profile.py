@@ -393,9 +393,9 @@ def test_gpu_profile_end_to_end() -> None:
 
 def test_langchain_profile_tool_on_cpu() -> None:
     pytest.importorskip("langchain_core")
-    from tritonsmith.tools.profile import profile_kernel_tool
+    from tritonsmith.tools import make_profile_tool
 
-    tool = profile_kernel_tool(PROBLEM, device="cpu")
+    tool = make_profile_tool(PROBLEM, device="cpu")
     assert tool.name == "profile_kernel"
     text = tool.invoke({"candidate_source": TWO_KERNELS})
     assert "memory-bound" in text and "2 kernels where 1 would do" in text

@@ -80,9 +80,7 @@ def test_langchain_tool() -> None:
 def test_default_tool_opens_the_default_memory_on_first_call(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setenv("TRITONSMITH_MEMORY_DIR", str(tmp_path / "store"))
     monkeypatch.delenv("TRITONSMITH_MEMORY_URL", raising=False)
-    from tritonsmith.tools import kernel_search
-
-    tool = kernel_search.kernel_search_tool
+    tool = make_kernel_search_tool()
     assert not (tmp_path / "store").exists()  # building the tool opened nothing
     out = tool.invoke({"query": "scaled dot-product attention", "k": 2})
     assert "seed/attention" in out and "@triton.jit" in out

@@ -16,7 +16,7 @@ from tritonsmith.tools.web_search import (
     SearchHit,
     SearchStatus,
     web_search,
-    web_search_tool,
+    make_web_search_tool,
 )
 
 
@@ -148,9 +148,9 @@ def test_ddgs_through_a_server_that_never_answers_times_out(silent_server: str) 
 
 def test_langchain_tool_with_a_fake_backend() -> None:
     pytest.importorskip("langchain_core")
-    tool = web_search_tool(backend=FakeBackend(HITS))
+    tool = make_web_search_tool(backend=FakeBackend(HITS))
     assert tool.name == "search_web"
     out = tool.invoke({"query": "triton softmax", "max_results": 2})
     assert "triton-lang.org" in out and "example.com" not in out
-    down = web_search_tool(backend=FakeBackend(HITS, fail_times=99)).invoke({"query": "anything"})
+    down = make_web_search_tool(backend=FakeBackend(HITS, fail_times=99)).invoke({"query": "anything"})
     assert down.startswith("web search unavailable")

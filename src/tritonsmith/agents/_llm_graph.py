@@ -34,7 +34,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 
-from tritonsmith.agents._llm_tools import SUBMIT_TOOL_NAME
+from tritonsmith.tools import SUBMIT_TOOL_NAME
 from tritonsmith.agents._parse import extract_code, source_from_tool_args, text_of
 from tritonsmith.agents.prompts import NO_CODE_FEEDBACK, TOOL_BUDGET_SPENT
 

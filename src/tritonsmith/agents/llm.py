@@ -26,7 +26,7 @@ from tritonsmith.agents._llm_graph import (
     conversation_ended,
     recursion_limit,
 )
-from tritonsmith.agents._llm_tools import EVALUATE_TOOL_NAME, SUBMIT_TOOL_NAME, submit_kernel
+from tritonsmith.tools import EVALUATE_TOOL_NAME, SUBMIT_TOOL_NAME, submit_kernel
 from tritonsmith.agents._parse import text_of
 from tritonsmith.agents.base import Candidate, GenerationRequest, TokenUsage
 from tritonsmith.agents.prompts import (

@@ -1,6 +1,6 @@
 """The evaluator: is a Triton candidate correct, and how fast is it against eager and torch.compile?
 
-``evaluate`` is the plain function; ``evaluate_kernel_tool`` wraps it for LangChain agents.
+``evaluate`` is the plain function; ``tritonsmith.tools.make_evaluate_tool`` wraps it for LangChain agents.
 
 No cheating candidate is reported fast and correct. Three layers (see ``_checks`` and ``_guards``):
 

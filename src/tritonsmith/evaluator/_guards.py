@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import sys
 import threading
 import time
 from collections import Counter
@@ -150,12 +151,15 @@ def _launch_classes() -> list[type]:
         classes.append(JITFunction)
     except ImportError:  # no triton at all: the candidate's import fails first
         return classes
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
+    # The interpreter's launcher matters only where it runs kernels (TRITON_INTERPRET, or code that loaded it);
+    # importing it on a GPU costs ~0.1 s of every evaluation for nothing.
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0") or "triton.runtime.interpreter" in sys.modules:
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
 
-        classes.append(InterpretedFunction)
-    except ImportError:
-        pass
+            classes.append(InterpretedFunction)
+        except ImportError:
+            pass
     return classes
 
 
@@ -350,6 +354,8 @@ def mutated_inputs(saved: list[Any], inputs: list[Any]) -> list[int]:
     bad = []
     for i, (s, x) in enumerate(zip(saved, inputs, strict=True)):
         if isinstance(s, torch.Tensor):
+            if s.shape == x.shape and s.dtype == x.dtype and torch.equal(s, x):
+                continue  # the usual answer in one comparison; NaN inputs take the path below
             same = s.shape == x.shape and s.dtype == x.dtype and bool(
                 (torch.eq(s, x) | (torch.isnan(s) & torch.isnan(x)) if s.is_floating_point() else torch.eq(s, x)).all())
             if not same:

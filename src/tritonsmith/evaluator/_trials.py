@@ -42,16 +42,19 @@ def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[
         ref_out, cand_out, cand_inputs = _run_pair(job, ref_model, cand_model, make_inputs(seed), trial=t)
         ref64 = float64_reference(ref_model, make_inputs(seed)) if policy == "numerics" else None
         if g.enabled:
-            _check_behaviour(job, t, ref_out, cand_out, cand_inputs, previous)
+            with job.part("trial/behaviour"):
+                _check_behaviour(job, t, ref_out, cand_out, cand_inputs, previous)
             previous = (ref_out, cand_out)
-        mismatch, a, r = _check_outputs(t, cand_out, ref_out, ref64, policy)
+        with job.part("trial/compare"):
+            mismatch, a, r = _check_outputs(t, cand_out, ref_out, ref64, policy)
         max_abs, max_rel = max(max_abs, a), max(max_rel, r)
         if mismatch:
             mismatch["pattern"] = {**(mismatch.get("pattern") or {}), "inputs": describe_inputs(make_inputs(seed))}
             return {"trials": trials, "passed": t, "tolerance": policy, "max_abs_error": max_abs,
                     "max_rel_error": max_rel, "mismatch": mismatch}
         if t == 0 and g.enabled:
-            _check_first_trial(job, ref_model, make_inputs(seed), ref_out, cand_out)
+            with job.part("trial/first_checks"):  # the torch policy and the float64 precision check
+                _check_first_trial(job, ref_model, make_inputs(seed), ref_out, cand_out)
     return {"trials": trials, "passed": trials, "tolerance": policy, "max_abs_error": max_abs, "max_rel_error": max_rel}
 
 
@@ -64,23 +67,26 @@ def _run_pair(job: Job, ref_model: Any, cand_model: Any, ref_inputs: list[Any],
     cand_inputs = [_clone(x) for x in ref_inputs]
     first = trial == 0
     record = first and g.enabled
-    with guards.op_recorder(g.counter, g.ref_ops) if record else nullcontext():
+    with job.part("trial/reference"), guards.op_recorder(g.counter, g.ref_ops) if record else nullcontext():
         ref_raw = flatten_outputs(call_reference(job, ref_model, ref_inputs))
     if not g.enabled:
         ref_out = ref_raw
     else:
-        ref_out = [_clone(o) for o in ref_raw]
-        keep_away = [*ref_inputs, *cand_inputs, *ref_model.parameters(), *ref_model.buffers()]
-        guards.poison(ref_raw, keep_away)
-        del ref_raw
-    saved = guards.save_inputs(cand_inputs) if g.enabled else None
+        with job.part("trial/poison"):
+            ref_out = [_clone(o) for o in ref_raw]
+            keep_away = [*ref_inputs, *cand_inputs, *ref_model.parameters(), *ref_model.buffers()]
+            guards.poison(ref_raw, keep_away)
+            del ref_raw
+    with job.part("trial/save_inputs"):
+        saved = guards.save_inputs(cand_inputs) if g.enabled else None
     before = g.counter.launches
-    with guards.op_recorder(g.counter, g.cand_ops) if record else nullcontext():
+    with job.part("trial/candidate"), guards.op_recorder(g.counter, g.cand_ops) if record else nullcontext():
         cand_out = flatten_outputs(call_candidate(job, cand_model, cand_inputs, f"trial {trial + 1}"))
     if g.enabled:
         if first:
             g.launches = g.counter.launches - before
-        bad = guards.mutated_inputs(saved or [], cand_inputs)
+        with job.part("trial/mutated_inputs"):
+            bad = guards.mutated_inputs(saved or [], cand_inputs)
         if bad:
             raise guards.reject("input_mutated", job.stage_name, f"ModelNew.forward modified its input(s) {bad}; "
                                 "inputs are read-only (write results to a new output tensor)")

@@ -1,6 +1,6 @@
 """The profiler: where a candidate's time goes, and how far it is from the speed of light.
 
-``profile_kernel`` is the plain function; ``tritonsmith.tools.profile_kernel_tool`` wraps it for LangChain
+``profile_kernel`` is the plain function; ``tritonsmith.tools.make_profile_tool`` wraps it for LangChain
 agents. On a GPU it times candidate, eager reference and (optionally) ``torch.compile`` in a worker
 process, breaks one forward of each into kernels (torch.profiler), reads Triton's compile facts of the
 candidate's kernels and, when ``ncu`` is there, hardware counters of the top kernels. On a CPU it still reports

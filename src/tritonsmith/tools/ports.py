@@ -6,7 +6,6 @@ tests and users can plug in their own. The real modules are imported lazily, whe
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -24,8 +23,6 @@ __all__ = [
     "as_store",
     "default_evaluator",
     "default_profiler",
-    "is_default_profiler",
-    "module_available",
     "open_default_memory",
 ]
 
@@ -113,14 +110,6 @@ def as_store(memory: Any) -> KernelStore:
     raise TypeError(f"memory must be a KernelMemory or a KernelStore, not {type(memory).__name__}")
 
 
-def module_available(name: str) -> bool:
-    """Whether a (possibly not yet written) tritonsmith module can be imported."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
-
-
 def default_evaluator() -> Evaluator:
     from tritonsmith.evaluator import evaluate
 
@@ -142,20 +131,21 @@ def open_default_memory(memory_dir: str | None) -> tuple[KernelStore | None, str
         return None, f"kernel memory unavailable ({type(exc).__name__}: {exc}): running without it"
 
 
+@dataclass(frozen=True)
 class _ToolsProfiler:
-    """Adapter over ``tritonsmith.profiler.profile.profile_kernel`` (report with a text summary)."""
+    """Adapter over ``tritonsmith.profiler.profile.profile_kernel`` (report with a text summary); an empty
+    source profiles the reference."""
+
+    ncu: bool = True
 
     def __call__(self, problem: Problem, source: str, *, device: str) -> str | None:
+        # looked up at call time: a suite worker wraps profile_kernel in the GPU lock
         from tritonsmith.profiler import profile as profile_module
 
-        report = profile_module.profile_kernel(problem, source, device=device)
+        report = profile_module.profile_kernel(problem, source or None, device=device, ncu=self.ncu)
         return report.feedback() or None
 
 
-def is_default_profiler(profiler: object) -> bool:
-    return isinstance(profiler, _ToolsProfiler)
-
-
-def default_profiler() -> KernelProfiler:
+def default_profiler(*, ncu: bool = True) -> KernelProfiler:
     """The real profiler (``tritonsmith.profiler.profile_kernel``), loaded when it first runs."""
-    return _ToolsProfiler()
+    return _ToolsProfiler(ncu=ncu)

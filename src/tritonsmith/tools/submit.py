@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, tool
 
-__all__ = ["SUBMIT_TOOL_NAME", "bad_arguments", "submit_kernel"]
+__all__ = ["SUBMIT_TOOL_NAME", "bad_arguments", "make_submit_tool", "submit_kernel"]
 
 SUBMIT_TOOL_NAME = "submit_kernel"
 
@@ -19,6 +19,11 @@ def submit_kernel(source: str, notes: str = "") -> str:
         notes: one or two sentences on the idea behind this version (optional).
     """
     return "submitted"  # never executed: the generator reads the call's arguments
+
+
+def make_submit_tool() -> BaseTool:
+    """The ``submit_kernel`` tool (one instance: it is never run, the generator reads the call's arguments)."""
+    return submit_kernel
 
 
 def bad_arguments(error: Exception) -> str:

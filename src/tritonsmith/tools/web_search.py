@@ -1,6 +1,6 @@
 """Web search for the generator: short, cached, bounded, and never a reason for the graph to fail.
 
-``web_search`` is the plain function; ``web_search_tool`` wraps it for LangChain agents. The default
+``web_search`` is the plain function; ``make_web_search_tool`` wraps it for LangChain agents. The default
 backend is ddgs (DuckDuckGo and friends); any object with a ``name`` and a ``search(query, *,
 max_results, timeout_s)`` method returning :class:`SearchHit` items can stand in (tests, offline use,
 another engine). Every call finishes within ``timeout_s`` plus a fraction of a second: the backend runs
@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
 
+from tritonsmith.core.deprecation import deprecated_alias
 from tritonsmith.core.paths import cache_dir
 
 __all__ = ["DdgsBackend", "SearchBackend", "SearchHit", "SearchResponse", "SearchStatus", "TRUSTED_DOMAINS",
-           "web_search", "web_search_tool"]
+           "make_web_search_tool", "web_search"]
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +155,12 @@ def web_search(
     return _fit(response, max_chars)
 
 
-def web_search_tool(*, backend: SearchBackend | None = None, domains: Sequence[str] | None = TRUSTED_DOMAINS,
+def make_web_search_tool(*, backend: SearchBackend | None = None, domains: Sequence[str] | None = TRUSTED_DOMAINS,
                     timeout_s: float = 8.0, max_chars: int = 2000) -> Any:
     """A LangChain tool around :func:`web_search` (trusted domains by default)."""
     from langchain_core.tools import StructuredTool
+
+    from tritonsmith.tools.submit import bad_arguments
 
     def search_web(query: str, max_results: int = 5) -> str:
         """Search the web (Triton and PyTorch docs, GitHub, papers) for kernel techniques, APIs and error
@@ -170,7 +173,11 @@ def web_search_tool(*, backend: SearchBackend | None = None, domains: Sequence[s
         return web_search(query, max_results=max(1, min(int(max_results), 10)), domains=domains, backend=backend,
                           timeout_s=timeout_s, max_chars=max_chars).to_text()
 
-    return StructuredTool.from_function(search_web, name="search_web", parse_docstring=True)
+    return StructuredTool.from_function(search_web, name="search_web", parse_docstring=True,
+                                        handle_validation_error=bad_arguments)
+
+
+web_search_tool = deprecated_alias("web_search_tool", make_web_search_tool)
 
 
 def _search_bounded(engine: SearchBackend, query: str, max_results: int, timeout_s: float, retries: int,

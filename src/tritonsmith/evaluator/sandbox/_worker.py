@@ -13,7 +13,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,15 @@ class Job:
         self.stage_name = name
         self._stage_key = key or name.split(" ")[0].split(":")[0]
         self._stage_path.write_text(name)
+
+    @contextmanager
+    def part(self, key: str) -> Iterator[None]:
+        """Time a part of the current stage under ``key`` (``trial/float64``): reported beside the stage, not summed."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stage_seconds[key] = self.stage_seconds.get(key, 0.0) + time.perf_counter() - t0
 
     def write(self, result: dict[str, Any], key: bytes) -> None:
         path = Path(self.spec["result_path"])
