@@ -6,6 +6,7 @@ Names in the generated code must be valid Python that reads the same tensor as t
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 import torch
@@ -107,5 +108,62 @@ def test_module_tree_candidate_is_verified_on_the_interpreter() -> None:
     problem = Problem.from_source(_TREE, name="module_tree")
     cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0, device="cpu"))
     assert cand.source is not None, cand.note
+    result = evaluate(problem, cand.source, device="cpu", trials=2, timeout_s=300)
+    assert result.status.value == "correct", result.feedback()
+
+
+_REPEATED = '''import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(n)
+        self.fc = nn.Linear(n, n)
+
+    def forward(self, x):
+        return x + torch.relu(self.fc(self.norm(x)))
+
+
+class Model(nn.Module):
+    """Three copies of one block at one width, then a wider head: the copies share kernels, the head not."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block(n) for _ in range(3)])
+        self.head = nn.Linear(n, 2 * n + 1)
+        self.out = Block(2 * n + 1)
+
+    def forward(self, x):
+        return self.out(self.head(self.blocks(x)))
+
+
+def get_inputs():
+    return [torch.randn(5, 11, 13)]
+
+
+def get_init_inputs():
+    return [13]
+'''
+
+
+@pytest.mark.slow
+def test_repeated_blocks_share_one_kernel_per_distinct_text_and_stay_correct() -> None:
+    from tritonsmith.evaluator._evaluate import evaluate
+
+    problem = Problem.from_source(_REPEATED, name="repeated_blocks")
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0, device="cpu"))
+    assert cand.source is not None, cand.note
+    launchers = re.findall(r"^        (?:\w+(?:, \w+)*) = (_\w+?_\d+)\(", cand.source, re.M)
+    aliases = dict(re.findall(r"^(_\w+_\d+) = (_\w+_\d+)  # the same kernel", cand.source, re.M))
+    kernels = re.findall(r"^def (_\w+)_kernel\(", cand.source, re.M)
+    assert aliases, "three equal blocks: their kernels are written once"
+    assert set(launchers) <= set(kernels) | set(aliases)
+    assert all(a not in kernels and t in kernels for a, t in aliases.items())
+    assert len(kernels) + len(aliases) == len(set(launchers))
+    # the head block has other shapes: its kernels are its own
+    head = [k for k in launchers[-3:]]
+    assert not any(k in aliases for k in head)
     result = evaluate(problem, cand.source, device="cpu", trials=2, timeout_s=300)
     assert result.status.value == "correct", result.feedback()

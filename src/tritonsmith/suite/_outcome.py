@@ -23,5 +23,5 @@ class OptimizeOutcome:
     cost_usd: float | None = None
     failure_status: str | None = None
     failure_message: str = ""
-    attempts: tuple[dict[str, Any], ...] = ()
+    attempts: tuple[dict[str, Any], ...] = ()  # each attempt's Attempt.trail() view
     slower: str | None = None  # the best verified kernel loses to torch.compile beyond noise (graphs._floor)

@@ -34,11 +34,12 @@ kernel per group:
   tensor cores: the op is memory-bound), the bias and the following elementwise chain as epilogue;
 - all other convolutions (dense, grouped, transposed) stay torch calls, with the chain after them fused
   into Triton (the hybrid policy: the candidate's note names the torch ops that remain); so do LSTM / GRU /
-  RNN layers (``_rnn.py``: traced as one custom op each, one call for all the outputs used) and indexing
-  by a tensor;
+  RNN layers (``_rnn.py``: traced as one custom op each, one call for all the outputs used), indexing
+  by a tensor and random tensors drawn in forward (``torch.randn`` initial states);
 - whole models: parameters and buffers of any module tree are read through Python a reader can follow
   (``self.features[3].weight``, ``self.heads['aux-1'].weight``); the reference's submodule classes,
-  helpers and imports are copied (submodule ``forward`` methods dropped: ModelNew's forward computes).
+  helpers and imports are copied (submodule ``forward`` methods dropped: ModelNew's forward computes);
+  a kernel repeated across blocks at the same shapes is written once (later launchers are aliases).
 
 A bug of ours in one variant returns a candidate with ``error`` (its traceback) naming the variant; the
 loop records it as an ``error`` attempt and the next call tries another variant.
@@ -91,13 +92,20 @@ class _ProblemState:
         self.bug: str | None = None  # the traceback of a failure of ours while planning it (error)
         self.menu: list[Any] = []
         self.torch_ops: list[str] = []
+        self.other: Exported | str = "not exported"  # the reference at another leading size (_plan)
         try:
             self.exported = export_problem(problem)
         except Exception as exc:  # export of arbitrary user code fails in many ways: the reference's limit
             self.error = f"torch.export could not trace the reference: {type(exc).__name__}: {exc}"
             return
+        from tritonsmith.agents.builtin._shapes import other_lead
+        from tritonsmith.agents.builtin._trace import leading_size
+
+        ref = leading_size(list(self.exported[1]))
+        self.other = "no tensor input has a leading dimension" if ref is None else \
+            _export_other(problem, other_lead(ref))
         try:
-            self.menu, self.torch_ops = menu_for(problem, self.exported)
+            self.menu, self.torch_ops = menu_for(problem, self.exported, self.other)
         except UnsupportedError as exc:
             self.error = str(exc)
             return
@@ -107,19 +115,21 @@ class _ProblemState:
             return
 
 
-def menu_for(problem: Problem, exported: Exported | None) -> tuple[list[Any], list[str]]:
-    """The variants to try for ``problem``, in order, and the torch ops its plan keeps.
+def menu_for(problem: Problem, exported: Exported | None, other: Exported | str | None = None,
+             options: dict[str, Any] | None = None) -> tuple[list[Any], list[str]]:
+    """The variants to try for ``problem``, in order, and the torch ops its plan keeps (``other`` and
+    ``options`` as for ``_plan``).
 
     Where an algebraic rewrite fires (``_rewrite.py``) the menu is the rewritten plan's, then ``no-rewrites``
     last: the first variant of the plan as traced, so the evaluator measures (and proves) the rewrite
     against the plain lowering instead of assuming it is right and faster."""
     from tritonsmith.agents.builtin._variants import Variant, variant_menu
 
-    traced, plan = _plan(problem, {}, exported)
+    traced, plan = _plan(problem, dict(options or {}), exported, other)
     menu = variant_menu(plan)
     if traced.rewrites:
         try:
-            first = variant_menu(_plan(problem, {"no_rewrites": True}, exported)[1])[0]
+            first = variant_menu(_plan(problem, {**(options or {}), "no_rewrites": True}, exported, other)[1])[0]
         except UnsupportedError as exc:  # the plain lowering cannot be written: the rewrite is the only way
             log.info("builtin: %s without rewrites is not writable: %s", problem.name, exc)
         else:
@@ -135,12 +145,46 @@ def variant_label(variant: Any, traced: Any) -> str:
     return label + (f"; rewrites: {', '.join(traced.rewrites)}" if traced.rewrites else "")
 
 
-def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None) -> tuple[Any, Any]:
+def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
+          other: Exported | str | None = None) -> tuple[Any, Any]:
+    """Trace, lower and partition ``problem`` under the variant's ``options``. Unless they ask for
+    ``static_shapes``, the plan's kernels take the leading size at run time where ``_shapes`` finds that
+    sound (``plan.lead``; else ``plan.static_reason`` says why not). ``other``: the reference exported at
+    the other leading size (or why it could not be), when the caller keeps it."""
     from tritonsmith.agents.builtin._partition import partition
+    from tritonsmith.agents.builtin._shapes import NotGeneric, generic_lead, other_lead
     from tritonsmith.agents.builtin._trace import trace_problem
 
     traced = trace_problem(problem, options, exported)
-    return traced, partition(traced.graph)
+    plan = partition(traced.graph)
+    if options.get("static_shapes"):
+        return traced, plan
+    ref = next((n.shape[0] for n in traced.graph.inputs if n.shape), None)
+    if ref is None:
+        plan.static_reason = "no tensor input has a leading dimension"
+        return traced, plan
+    size = other_lead(ref)
+    try:
+        if other is None:
+            other = _export_other(problem, size)
+        if isinstance(other, str):
+            raise NotGeneric(other)
+        plan.lead = generic_lead(traced.graph, trace_problem(problem, options, other).graph, ref, size)
+    except NotGeneric as exc:
+        plan.static_reason = str(exc)
+    except UnsupportedError as exc:
+        plan.static_reason = f"the reference at leading size {size} cannot be written: {exc}"
+    return traced, plan
+
+
+def _export_other(problem: Problem, size: int) -> Exported | str:
+    """The reference exported at leading size ``size``, or why it does not accept that size."""
+    from tritonsmith.agents.builtin._trace import export_problem
+
+    try:
+        return export_problem(problem, lead=size)
+    except Exception as exc:  # the reference rejects the size (a baked-in batch size): its limit, not our bug
+        return f"the reference does not accept leading size {size}: {type(exc).__name__}: {str(exc)[:200]}"
 
 
 class BuiltinGenerator:
@@ -181,9 +225,7 @@ class BuiltinGenerator:
                     why = f"cannot write this problem: {unwritable[0]}"  # every variant failed at the same op
                 return Candidate(source=None, exhausted=True, note=f"builtin: {why}")
             try:
-                traced, plan = _plan(problem, variant.options, state.exported)
-                source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
-                                     variant_label(variant, traced))
+                traced, plan, source = _write(problem, state, variant)
             except UnsupportedError as exc:
                 log.info("builtin: variant %s of %s not writable: %s", variant.key, problem.name, exc)
                 from tritonsmith.agents.base import Attempt
@@ -206,8 +248,21 @@ class BuiltinGenerator:
             note += f"; rewrites: {', '.join(traced.rewrites)}"
         if plan.torch_ops:
             note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
+        note += "; shape-generic: the leading dimension is a run-time size" if plan.lead is not None else \
+            f"; shape-specialised ({plan.static_reason or 'asked for'})"
         return Candidate(source=source, note=note, variant=variant.key,
                          exhausted=remaining(state.menu, request.history, variant) == 0)
+
+
+def _write(problem: Problem, state: _ProblemState, variant: Any) -> tuple[Any, Any, str]:
+    """(traced, plan, source) of ``variant``: shape-generic where the plan allows it (``emit_module`` writes
+    it shape-specialised where a kernel cannot take the leading size at run time, and the plan says why)."""
+    from tritonsmith.agents.builtin._emit import emit_module
+
+    traced, plan = _plan(problem, variant.options, state.exported, state.other)
+    source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
+                         variant_label(variant, traced))
+    return traced, plan, source
 
 
 def _last_line(tb: str) -> str:

@@ -12,6 +12,7 @@ from tritonsmith.agents.builtin._ir import EXTERN, INPUT, PARAM, VIEW, Node, Uns
 from tritonsmith.agents.builtin._kernelbase import KernelSource
 from tritonsmith.agents.builtin._kernels import kernel_for
 from tritonsmith.agents.builtin._partition import TORCH, Plan, resolve_base
+from tritonsmith.agents.builtin._shapes import NotGeneric
 from tritonsmith.agents.builtin._trace import TracedProblem
 from tritonsmith.agents.builtin._variants import group_config
 
@@ -30,6 +31,33 @@ import triton
 import triton.language as tl
 '''
 
+# Shape-generic modules (``Plan.lead``): the launchers read the leading size from their inputs.
+_GENERIC = "Kernels take the leading (batch) dimension at run time; the launchers check every other size."
+
+_EXPECT_GENERIC = '''
+
+def _lead(t: torch.Tensor, per: int, limit: int, what: str) -> int:
+    """The leading (batch) size of this call: ``t``'s first dimension is ``per`` times it, at most ``limit``
+    (the largest size the kernels index without overflow)."""
+    n = t.shape[0] if t.dim() else 0
+    if n < per or n % per:
+        raise ValueError(f"{what}: expected a first dimension that is a positive multiple of {per}, got shape "
+                         f"{tuple(t.shape)}")
+    if n // per > limit:
+        raise ValueError(f"{what}: leading size {n // per} is larger than {limit}, the most these kernels index")
+    return n // per
+
+
+def _expect(t: torch.Tensor, shape: tuple, strides: tuple, what: str) -> None:
+    """The kernels take the leading size at run time; every other size and stride is the one seen when they
+    were generated: check them."""
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{what}: expected shape {shape}, got {tuple(t.shape)} (only the leading dimension may "
+                         "change)")
+    if any(s != e for s, e, n in zip(t.stride(), strides, shape) if n > 1):
+        raise ValueError(f"{what}: expected strides {strides}, got {tuple(t.stride())}")
+'''
+
 _EXPECT = '''
 
 def _expect(t: torch.Tensor, shape: tuple, strides: tuple, what: str) -> None:
@@ -43,7 +71,21 @@ def _expect(t: torch.Tensor, shape: tuple, strides: tuple, what: str) -> None:
 
 def emit_module(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfgs: dict[str, dict[str, Any]],
                 variant: str) -> str:
-    """The full candidate source. ``cfgs`` maps a group kind to its launch configuration."""
+    """The full candidate source. ``cfgs`` maps a group kind to its launch configuration.
+
+    Shape-generic where ``plan.lead`` is set; where a kernel of this configuration cannot take the leading
+    size at run time (``NotGeneric``), the whole module is written for the reference's shapes instead and
+    ``plan`` records why (``lead`` None, ``static_reason``)."""
+    if plan.lead is not None:
+        try:
+            return _emit(problem_name, source, traced, plan, cfgs, variant)
+        except NotGeneric as exc:
+            plan.lead, plan.static_reason = None, str(exc)
+    return _emit(problem_name, source, traced, plan, cfgs, variant)
+
+
+def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfgs: dict[str, dict[str, Any]],
+          variant: str) -> str:
     kernels: dict[int, KernelSource] = {}
     counters: dict[str, int] = {}
     for g in plan.groups:
@@ -57,14 +99,37 @@ def emit_module(problem_name: str, source: str, traced: TracedProblem, plan: Pla
     if plan.torch_ops:
         hybrid = (f"Hybrid: these ops stay torch calls (no Triton kernel for them here): "
                   f"{', '.join(plan.torch_ops)}; the elementwise work after them is fused into Triton.\n")
-    parts = [_HEADER.format(name=problem_name, variant=variant, hybrid=hybrid), _EXPECT]
+    header = _HEADER.format(name=problem_name, variant=variant, hybrid=hybrid)
+    if plan.lead is not None:
+        header = header.replace("Kernels were generated for the reference's shapes; the launchers check them.",
+                                _GENERIC)
+    parts = [header, _EXPECT_GENERIC if plan.lead is not None else _EXPECT]
     parts += ["\n\n" + HELPERS[h] for h in helpers]
     if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):
         parts.append(TO_CHANNELS_LAST)
+    first: dict[str, str] = {}  # a kernel's text up to names and comments -> the launcher written for it
     for k in kernels.values():
+        key = _canonical(k)
+        if key in first:  # a repeated block of a whole model: one compile instead of one per copy
+            parts.append(f"\n\n{k.name} = {first[key]}  # the same kernel and launcher as {first[key]}\n")
+            continue
+        first[key] = k.name
         parts += ["\n\n" + k.kernel, "\n\n" + k.launcher]
     parts.append("\n\n" + _model_class(source, traced, plan, kernels))
     return "".join(parts)
+
+
+def _canonical(k: KernelSource) -> str:
+    """The kernel and launcher text without what differs between copies of one block of a model: the
+    kernel's name, docstrings, comments, and the node numbers in variable names (``v12``, ``acc12``, ``c12``,
+    ``sel12_0``: renumbered in order of first appearance, one number for one node, so two texts are equal
+    only when one is the other with its variables renamed)."""
+    text = re.sub(rf"\b{re.escape(k.name)}(?=(_\w*)?\b)", "K", k.kernel + "\n" + k.launcher)  # and _stats0_kernel
+    text = re.sub(r'"""[\s\S]*?"""', "", text)
+    text = re.sub(r"#[^\n]*", "", text)
+    ids: dict[str, str] = {}
+    return re.sub(r"\b(acc|sel|c|i|p|r|s|t|v|x)(\d+)(?=_|\b)",
+                  lambda m: m.group(1) + ids.setdefault(m.group(2), str(len(ids))), text)
 
 
 def _model_class(source: str, traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
@@ -80,7 +145,7 @@ def _model_class(source: str, traced: TracedProblem, plan: Plan, kernels: dict[i
     body = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", body)
     globals_needed = _module_globals(tree, keep)
     arg_names = [a.arg for a in fwd.args.args[1:]]
-    forward = _forward(arg_names, traced, plan, kernels)
+    forward = _forward(arg_names, traced, plan, kernels, _unpassed_defaults(fwd, traced))
     head = "".join(g + "\n" for g in globals_needed)
     return (f"{head}{'' if not head else chr(10)}class ModelNew(nn.Module):\n"
             '    """Same parameters as the reference Model (same names, same initialization order); the\n'
@@ -153,14 +218,31 @@ def _copy_stmt(stmt: ast.stmt) -> str:
     return ast.unparse(ast.fix_missing_locations(cls)) + "\n"
 
 
-def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource]) -> str:
+def _unpassed_defaults(fwd: ast.FunctionDef, traced: TracedProblem) -> dict[str, str]:
+    """The forward's trailing parameters that get_inputs() does not pass (``h0=None``): name -> default, as
+    Python text. The kernels were traced with those defaults."""
+    params = fwd.args.args[1:]
+    passed = len(traced.graph.inputs) + len(traced.scalars)
+    defaults = dict(zip([a.arg for a in params[len(params) - len(fwd.args.defaults):]], fwd.args.defaults,
+                        strict=True))
+    return {a.arg: ast.unparse(defaults[a.arg]) for a in params[passed:] if a.arg in defaults}
+
+
+def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: dict[int, KernelSource],
+             unpassed: dict[str, str] | None = None) -> str:
     names: dict[int, str] = {}
-    tensor_args = [a for i, a in enumerate(arg_names) if i not in traced.scalars]
-    if len(tensor_args) != len(traced.graph.inputs):
+    unpassed = unpassed or {}
+    passed = [a for a in arg_names if a not in unpassed]
+    tensor_args = [a for i, a in enumerate(passed) if i not in traced.scalars]
+    if len(tensor_args) != len(traced.graph.inputs) or passed != arg_names[:len(passed)]:
         raise UnsupportedError("could not match the forward's arguments to its tensor inputs")
     for node, arg in zip(traced.graph.inputs, tensor_args, strict=True):
         names[node.id] = arg
-    lines = [f"    def forward(self, {', '.join(arg_names)}):"]
+    params = [*passed, *(f"{a}={d}" for a, d in unpassed.items())]
+    lines = [f"    def forward(self, {', '.join(params)}):"]
+    for arg, default in unpassed.items():  # traced with the default: another value would need other kernels
+        lines.append(f"        if {arg} is not {default}:" if default == "None" else f"        if {arg} != {default}:")
+        lines.append(f"            raise ValueError('kernels were generated for {arg}={default}')")
     for pos, value in traced.scalars.items():
         if pos < len(arg_names):
             lines.append(f"        if {arg_names[pos]} != {value!r}:  # export baked this scalar input in")
@@ -181,7 +263,7 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
             if how == "slice":
                 cut = [":"] * a.attrs["dim"] + [f"{a.attrs['start']}:{a.attrs['end']}:{a.attrs['step']}"]
                 return f"{src}[{', '.join(cut)}]"
-            return f"{src}.{'expand' if how == 'expand' else 'view'}({tuple(a.shape)})"
+            return f"{src}.{'expand' if how == 'expand' else 'view'}({_view_shape(a, plan)})"
         raise UnsupportedError(f"internal error: {a} is not available in forward")
 
     shared: dict[str, str] = {}  # a torch call with several outputs (an LSTM's): its result's name
@@ -194,7 +276,9 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
                 if n.attrs["call_id"] not in shared:
                     shared[n.attrs["call_id"]] = f"r{n.id}"
                     lines.append(f"        r{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
-                call = f"{shared[n.attrs['call_id']]}[{n.attrs['item']}]"
+                # the kernels read it with the traced (contiguous) strides; torch.lstm on the CPU returns a
+                # batch-first output as a transposed view: .contiguous() is free when it already is
+                call = f"{shared[n.attrs['call_id']]}[{n.attrs['item']}].contiguous()"
                 lines.append(f"        t{n.id} = {call}")
                 continue
             lines.append(f"        t{n.id} = {call}  # torch: {n.attrs.get('op', 'call')}")
@@ -209,3 +293,14 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
             expr(resolve_base(o, plan.owner)) for o in traced.graph.outputs]
     lines.append(f"        return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ')'}")
     return "\n".join(lines) + "\n"
+
+
+def _view_shape(a: Node, plan: Plan) -> str:
+    """The shape of a view the forward takes: the reference's, or with ``-1`` first where it follows the
+    leading size (a reshape infers it; an expand keeps the source's)."""
+    lead = plan.lead
+    if lead is None or not lead.batched(a):
+        return str(tuple(a.shape))
+    if a.attrs["how"] == "expand" and not (lead.batched(a.args[0]) and a.args[0].shape[0] == a.shape[0]):
+        raise NotGeneric(f"the forward expands a value to the leading size ({list(a.shape)})")
+    return str((-1, *a.shape[1:]))

@@ -127,6 +127,31 @@ def _to_copy(lw: _Lowering, fx: Any, x: Node, dtype: Any = None, **_: Any) -> No
     return x if dtype == x.dtype else lw.pw("cast", x, dtype=dtype)
 
 
+@_reg(aten.copy.default)
+def _copy(lw: _Lowering, fx: Any, dst: Node, src: Any, non_blocking: bool = False) -> Any:
+    """``dst.copy_(src)`` (functionalized: a buffer mutation): the value is ``src`` broadcast to ``dst``'s shape
+    in ``dst``'s dtype; ``dst``'s old contents are not read."""
+    if not isinstance(src, Node) or not isinstance(dst, Node):
+        raise UnsupportedError("copy_ of a value that is not a tensor")
+    out = src if src.shape == dst.shape else lw.expand(src, dst.shape)
+    return out if out.dtype == dst.dtype else lw.pw("cast", out, dtype=dst.dtype)
+
+
+@_reg(aten.randn.default, aten.rand.default, aten.randn_like.default, aten.rand_like.default)
+def _random(lw: _Lowering, fx: Any, size_or_x: Any, *_: Any, **__: Any) -> Node:
+    """Random tensors made in forward (an LSTM's random initial states) stay torch calls: no kernel can
+    reproduce the reference's draws, so the candidate draws from the same distribution the same way; the
+    evaluator decides whether the output depends on the draws."""
+    val = fx.meta["val"]
+    fn = "randn" if "randn" in str(fx.target) else "rand"
+    if isinstance(size_or_x, Node):
+        return lw.extern(f"torch.{fn}_like({{0}})", (size_or_x,), val, op=fn)
+    if not lw.g.inputs:
+        raise UnsupportedError(f"torch.{fn} in a forward without tensor inputs (no device to draw on)")
+    shape = tuple(int(v) for v in val.shape)
+    return lw.extern(f"torch.{fn}({shape}, dtype={val.dtype}, device={{0}}.device)", (lw.g.inputs[0],), val, op=fn)
+
+
 @_reg(aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default, aten.contiguous.default)
 def _identity(lw: _Lowering, fx: Any, x: Node, **_: Any) -> Node:
     return x

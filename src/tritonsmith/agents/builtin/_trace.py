@@ -23,7 +23,7 @@ from tritonsmith.core.problem import Problem
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TracedProblem", "attribute_expr", "export_problem", "trace_problem"]
+__all__ = ["TracedProblem", "attribute_expr", "export_problem", "leading_size", "resize_leading", "trace_problem"]
 
 aten = torch.ops.aten
 
@@ -42,12 +42,13 @@ class TracedProblem:
 Exported = tuple[Any, list[Any], dict[str, str]]
 
 
-def export_problem(problem: Problem) -> Exported:
+def export_problem(problem: Problem, lead: int | None = None) -> Exported:
     """``torch.export`` the reference on the ``meta`` device (no data, no GPU).
 
     Returns (program, inputs, accessors): ``accessors`` maps every parameter and buffer path of the module
     tree (``features.3.weight``) to the Python expression that reads it from ``self``
-    (``self.features[3].weight``).
+    (``self.features[3].weight``). ``lead``: export with the inputs' leading dimension resized to it
+    (``resize_leading``), to see which sizes follow it.
     """
     from tritonsmith.core.problem_meta import exec_reference, instantiate
 
@@ -62,14 +63,52 @@ def export_problem(problem: Problem) -> Exported:
         log.info("builtin: %s cannot be built on the meta device (%s); building it on the CPU", problem.name, exc)
         model, _, inputs = instantiate(module, problem.name, "cpu")
     patch_recurrent(model)
-    tensors = tuple(inputs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.export.export(model, tensors)
-        program = program.run_decompositions()
+    if lead is not None:
+        inputs = resize_leading(list(inputs), lead)
+    program = _export(model, tuple(inputs))
     paths = [n for n, _ in model.named_parameters(remove_duplicate=False)]
     paths += [n for n, _ in model.named_buffers(remove_duplicate=False)]
     return program, inputs, {p: attribute_expr(model, p) for p in paths}
+
+
+def leading_size(inputs: list[Any]) -> int | None:
+    """The first dimension of the first tensor input with one (the evaluator's ``generalize`` rule)."""
+    return next((int(v.shape[0]) for v in inputs if isinstance(v, torch.Tensor) and v.dim() > 0), None)
+
+
+def resize_leading(inputs: list[Any], size: int) -> list[Any]:
+    """``inputs`` with every tensor whose first dimension is the leading size resized to ``size`` along it
+    (the tensors the evaluator's ``generalize`` check resizes); values are zeros (export reads no data)."""
+    lead = leading_size(inputs)
+    return [torch.zeros((size, *v.shape[1:]), dtype=v.dtype, device=v.device)
+            if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == lead else v for v in inputs]
+
+
+def _export(model: torch.nn.Module, inputs: tuple[Any, ...]) -> Any:
+    """``torch.export`` with the core-ATen decompositions. A forward that mutates a plain tensor attribute
+    (a recurrent cell's ``self.hidden.copy_(h0)``) is refused by export as a mutated constant: such
+    attributes are registered as non-persistent buffers and the export retried (a buffer mutation is
+    allowed; what the outputs read of it is lowered like any value)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return torch.export.export(model, inputs).run_decompositions()
+        except RuntimeError as exc:
+            if "is mutated in the forward method" not in str(exc) or not _tensor_attributes_as_buffers(model):
+                raise
+        return torch.export.export(model, inputs).run_decompositions()
+
+
+def _tensor_attributes_as_buffers(model: torch.nn.Module) -> bool:
+    """Register every plain tensor attribute of the module tree as a non-persistent buffer; whether any was."""
+    changed = False
+    for m in model.modules():
+        for name, value in list(vars(m).items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter):
+                delattr(m, name)
+                m.register_buffer(name, value, persistent=False)
+                changed = True
+    return changed
 
 
 def attribute_expr(model: torch.nn.Module, path: str) -> str:
@@ -129,9 +168,7 @@ def _constants_on_cpu(problem: Problem) -> dict[str, Any]:
         module = exec_reference(small.source, small.name)
         model, _, inputs = instantiate(module, small.name, "cpu")
         patch_recurrent(model)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            program = torch.export.export(model, tuple(inputs)).run_decompositions()
+        program = _export(model, tuple(inputs))
     except (ProblemError, RuntimeError, ValueError, TypeError) as exc:
         log.info("builtin: no CPU export of %s for its constants: %s", problem.name, exc)
         return {}
