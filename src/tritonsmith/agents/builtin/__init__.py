@@ -97,18 +97,18 @@ class _ProblemState:
         except Exception as exc:  # export of arbitrary user code fails in many ways: the reference's limit
             self.error = f"torch.export could not trace the reference: {type(exc).__name__}: {exc}"
             return
+        from tritonsmith.agents.builtin._variants import variant_menu
+
         try:
             plan = _plan(problem, {}, self.exported)
+            self.menu = variant_menu(plan[1])
         except UnsupportedError as exc:
             self.error = str(exc)
             return
-        except Exception:  # a bug in lowering or partitioning: recorded as an error attempt, never raised
+        except Exception:  # a bug in lowering, partitioning or the menu: an error attempt, never raised
             log.exception("builtin: planning %s failed", problem.name)
             self.bug = traceback.format_exc(limit=20)
             return
-        from tritonsmith.agents.builtin._variants import variant_menu
-
-        self.menu = variant_menu(plan[1])
         self.torch_ops = list(plan[1].torch_ops)
 
 
