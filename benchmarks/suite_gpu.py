@@ -33,6 +33,7 @@ from tritonsmith.suite.pool import LocalPool, plan_slots, visible_gpus
 from tritonsmith.suite.report import write_comparison, write_report
 from tritonsmith.suite.results import ProblemRecord
 from tritonsmith.suite.runner import LogProgress, SuiteProblem, discover_problems, run_suite
+from tritonsmith.suite.settings import SuiteSettings
 
 log = logging.getLogger("suite_gpu")
 OUT = Path(os.environ.get("OUT", "."))
@@ -67,8 +68,8 @@ class CopyingProgress(LogProgress):
         speed = f" {record.speedup_vs_eager:.2f}x eager" if record.speedup_vs_eager is not None else ""
         comp = f" {record.speedup_vs_compile:.2f}x compile" if record.speedup_vs_compile is not None else ""
         # each attempt as variant:speedup vs compile (or its verdict), so a visit's output tail alone tells
-        trail = " ".join(f"{a.get('variant') or '?'}:{a['speedup_vs_compile']:.2f}" if a.get("speedup_vs_compile")
-                         else f"{a.get('variant') or '?'}:{a.get('status')}" for a in record.attempts)
+        trail = " ".join(f"{a.variant or '?'}:{a.speedup:.2f}" if a.speedup else f"{a.variant or '?'}:{a.status}"
+                         for a in record.trail)
         print(f"[{time.strftime('%H:%M:%S')}] {record.status:>14} {record.key}{speed}{comp} ({record.wall_s:.1f} s, "
               f"{record.worker}) [{trail}]", flush=True)
         shutil.copyfile(self.run_dir / "results.jsonl", OUT / self.name)
@@ -84,9 +85,9 @@ def run_one(problems: list[SuiteProblem], run_dir: Path, *, workers: int | None,
     timer.start()
     start = time.perf_counter()
     try:
-        run = run_suite(problems, run_dir, generator="builtin", iterations=iterations, device="cuda", pool=pool,
-                        timeout_s=eval_timeout, time_budget_s=budget,
-                        progress=CopyingProgress(run_dir, results_name))
+        settings = SuiteSettings(generator="builtin", iterations=iterations, device="cuda",
+                                 eval_timeout_s=eval_timeout, time_budget_s=budget)
+        run = run_suite(problems, run_dir, settings, pool=pool, progress=CopyingProgress(run_dir, results_name))
     finally:
         timer.cancel()
     return time.perf_counter() - start, run.records

@@ -55,7 +55,7 @@ def noop_optimize(problem, *, generator, iterations, device, **settings):  # noq
 
 
 def measure(problems: int, workers: int) -> dict[str, object]:
-    from tritonsmith.suite import discover_problems, run_suite, write_report
+    from tritonsmith.suite import SuiteSettings, discover_problems, run_suite, write_report
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "level1"
@@ -64,8 +64,8 @@ def measure(problems: int, workers: int) -> dict[str, object]:
             (root / f"{i + 1}_P.py").write_text(PROBLEM.format(k=i + 3))
         found = discover_problems([root])
         start = time.perf_counter()
-        run = run_suite(found, Path(tmp) / "run", device="cpu", workers=workers, generator="default",
-                        optimize_fn="suite_overhead:noop_optimize")
+        run = run_suite(found, Path(tmp) / "run", SuiteSettings(device="cpu", workers=workers, generator="default",
+                                                                optimize_fn="suite_overhead:noop_optimize"))
         wall = time.perf_counter() - start
         t = time.perf_counter()
         write_report(run.run_dir)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tritonsmith.core.version import __version__  # noqa: F401  (re-exported: tritonsmith.__version__)
 
 __all__ = [
+    "Attempt",
     "KernelContext",
     "Settings",
     "build_kernel_graph",
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "Attempt": "tritonsmith.core.results",
     "KernelContext": "tritonsmith.core.settings",
     "Settings": "tritonsmith.core.settings",
     "build_kernel_graph": "tritonsmith.graphs.builder",
@@ -40,7 +42,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from tritonsmith.core.problem import Problem, ProblemError, load_problem
-    from tritonsmith.core.results import EvalResult, EvalStatus
+    from tritonsmith.core.results import Attempt, EvalResult, EvalStatus
     from tritonsmith.core.settings import KernelContext, Settings
     from tritonsmith.evaluator import evaluate
     from tritonsmith.graphs.builder import build_kernel_graph, compile_kernel_graph

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tritonsmith.suite.pool import GPU_LOCK_ENV, LocalPool, plan_slots, visible_gpus
-from tritonsmith.suite.runner import discover_problems, run_suite
+from tritonsmith.suite.runner import SuiteSettings, discover_problems, run_suite
 
 
 def test_visible_gpus_follows_cuda_visible_devices() -> None:
@@ -54,8 +54,8 @@ def test_gpu_split_reaches_the_worker_processes(tmp_path: Path, suite_dir: Path,
     monkeypatch.setenv("SUITE_FAKE_CALLS", str(calls))
     monkeypatch.setenv("SUITE_FAKE_DELAY", "0.2")
     pool = LocalPool(plan_slots("cuda", gpus=["3", "5"]), log_dir=tmp_path / "logs")
-    run = run_suite(discover_problems([suite_dir]), tmp_path / "run", device="cpu", pool=pool,
-                    optimize_fn="suite_fakes:fake_optimize", generator="default")
+    run = run_suite(discover_problems([suite_dir]), tmp_path / "run",
+                    SuiteSettings(device="cpu", optimize_fn="suite_fakes:fake_optimize", generator="default"), pool=pool)
     seen = _calls(calls)
     assert len(seen) == 4 and {c["cuda"] for c in seen} == {"3", "5"}
     by_pid: dict[int, set[str]] = {}
@@ -70,9 +70,9 @@ def test_evaluations_on_a_shared_gpu_never_overlap(tmp_path: Path, suite_dir: Pa
     calls = tmp_path / "calls.jsonl"
     monkeypatch.setenv("SUITE_FAKE_CALLS", str(calls))
     slots = plan_slots("cuda", gpus=["0"], slots_per_gpu=2, lock_dir=tmp_path)
-    run_suite(discover_problems([suite_dir]), tmp_path / "run", device="cpu",
-              pool=LocalPool(slots, log_dir=tmp_path / "logs"), optimize_fn="suite_fakes:shared_gpu_optimize",
-              generator="default")
+    run_suite(discover_problems([suite_dir]), tmp_path / "run",
+              SuiteSettings(device="cpu", optimize_fn="suite_fakes:shared_gpu_optimize", generator="default"),
+              pool=LocalPool(slots, log_dir=tmp_path / "logs"))
     held = sorted((c["start"], c["end"]) for c in _calls(calls) if "start" in c)
     assert len(held) == 4
     assert all(prev_end <= start for (_, prev_end), (start, _) in zip(held, held[1:]))
@@ -85,8 +85,9 @@ def test_a_dead_worker_or_a_bug_costs_only_its_problem(tmp_path: Path, fakes_on_
     root = tmp_path / "p"
     for name in ("1_ok", "2_crash", "3_bug", "4_ok"):
         write_problem(root / "level1" / f"{name}.py", rows=3, cols=5)
-    run = run_suite(discover_problems([root]), tmp_path / "run", device="cpu", workers=1,
-                    optimize_fn="suite_fakes:crashing_optimize", generator="default")
+    run = run_suite(discover_problems([root]), tmp_path / "run",
+                    SuiteSettings(device="cpu", workers=1, optimize_fn="suite_fakes:crashing_optimize",
+                                  generator="default"))
     status = {r.key: r for r in run.records}
     assert [status[f"level1/{k}"].status for k in ("1_ok", "2_crash", "3_bug", "4_ok")] == \
         ["correct", "error", "error", "correct"]

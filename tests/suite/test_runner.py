@@ -15,7 +15,13 @@ from suite_problems import write_candidate, write_problem
 
 from tritonsmith.suite.report import write_report
 from tritonsmith.suite.results import RunStore
-from tritonsmith.suite.runner import discover_problems, match_candidates, optimize_fn_reference, run_suite
+from tritonsmith.suite.runner import (
+    SuiteSettings,
+    discover_problems,
+    match_candidates,
+    optimize_fn_reference,
+    run_suite,
+)
 
 
 def test_discovery_keys_levels_and_suite_order(suite_dir: Path, tmp_path: Path) -> None:
@@ -49,7 +55,7 @@ def test_eval_only_scores_a_directory_on_the_cpu_interpreter(tmp_path: Path) -> 
     write_candidate(cands / "1_Relu.py", "tl.maximum(x, 0.0)")
     write_candidate(cands / "2_AddOne.py", "x + 2.0")  # wrong on purpose
     problems = match_candidates(discover_problems([refs]), cands)
-    run = run_suite(problems, tmp_path / "run", mode="eval", device="cpu", trials=2)
+    run = run_suite(problems, tmp_path / "run", SuiteSettings(mode="eval", device="cpu", trials=2))
     status = {r.key: r.status for r in run.records}
     assert status == {"level1/1_Relu": "correct", "level1/2_AddOne": "wrong_output", "level1/3_Tanh": "no_candidate"}
     report = write_report(run.run_dir)
@@ -67,8 +73,9 @@ def test_optimize_fn_must_be_importable_by_name() -> None:
 
 
 def test_time_budget_stops_starting_problems(suite_dir: Path, tmp_path: Path, fakes_on_path: None) -> None:
-    run = run_suite(discover_problems([suite_dir]), tmp_path / "run", device="cpu", workers=1, time_budget_s=0.0,
-                    optimize_fn="suite_fakes:fake_optimize", generator="default")
+    run = run_suite(discover_problems([suite_dir]), tmp_path / "run",
+                    SuiteSettings(device="cpu", workers=1, time_budget_s=0.0, optimize_fn="suite_fakes:fake_optimize",
+                                  generator="default"))
     assert run.ran == 0 and len(run.not_started) == 4
 
 
@@ -117,8 +124,9 @@ def test_a_broken_setup_stops_after_three_runner_errors(tmp_path: Path, fakes_on
     root = tmp_path / "p"
     for i in range(1, 7):
         write_problem(root / "level1" / f"{i}_bug.py", rows=2 + i, cols=3)
-    run = run_suite(discover_problems([root]), tmp_path / "run", device="cpu", workers=1,
-                    optimize_fn="suite_fakes:crashing_optimize", generator="default")
+    run = run_suite(discover_problems([root]), tmp_path / "run",
+                    SuiteSettings(device="cpu", workers=1, optimize_fn="suite_fakes:crashing_optimize",
+                                  generator="default"))
     assert run.ran == 3 and len(run.not_started) == 3
     assert all(r.status == "error" for r in run.records)
 
@@ -133,7 +141,7 @@ def test_eval_only_on_one_gpu_times_the_kernel(tmp_path: Path) -> None:
     write_problem(refs / "1_Relu.py", rows=4097, cols=1031)
     write_candidate(tmp_path / "cands" / "1_Relu.py", "tl.maximum(x, 0.0)")
     problems = match_candidates(discover_problems([refs]), tmp_path / "cands")
-    run = run_suite(problems, tmp_path / "run", mode="eval", device="cuda", workers=1, trials=2)
+    run = run_suite(problems, tmp_path / "run", SuiteSettings(mode="eval", device="cuda", workers=1, trials=2))
     (record,) = run.records
     assert record.status == "correct", record.message
     assert record.worker.startswith("gpu") and record.speedup_vs_eager is not None and record.speedup_vs_eager > 0

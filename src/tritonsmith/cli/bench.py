@@ -108,7 +108,7 @@ def bench_command(
     from tritonsmith.core.problem import ProblemError
     from tritonsmith.suite.report import write_report
     from tritonsmith.suite.results import RunConfigError
-    from tritonsmith.suite.runner import discover_problems, match_candidates, run_suite
+    from tritonsmith.suite import SuiteSettings, discover_problems, match_candidates, run_suite
 
     console = make_console()
     try:
@@ -133,11 +133,12 @@ def bench_command(
                   f"{'on' if memory else 'off'})")
     with interruptible():
         try:
-            run = run_suite(problems, run_dir, mode=mode, generator=generator.value, iterations=iterations,
-                            device=device.value, workers=workers, slots_per_gpu=slots_per_gpu, optimize_fn=optimize_fn,
-                            trials=trials, tolerance=tolerance.value, policy=policy.value, scale=scale,
-                            timeout_s=timeout, time_budget_s=time_budget, use_memory=memory,
-                            progress=RichProgress(console))
+            settings = SuiteSettings(mode=mode, generator=generator.value, iterations=iterations,
+                                     device=device.value, workers=workers, slots_per_gpu=slots_per_gpu,
+                                     optimize_fn=optimize_fn, trials=trials, tolerance=tolerance.value,
+                                     policy=policy.value, scale=scale, eval_timeout_s=timeout,
+                                     time_budget_s=time_budget, use_memory=memory)
+            run = run_suite(problems, run_dir, settings, progress=RichProgress(console))
         except (ProblemError, RunConfigError, ValueError, FileNotFoundError) as exc:
             fail(str(exc))
         except KeyboardInterrupt:

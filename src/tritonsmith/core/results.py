@@ -8,6 +8,7 @@ them), so they live in ``core`` and import nothing of tritonsmith but the feedba
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -240,14 +241,86 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
+NO_CODE = "no_code"  # an attempt's status when the generator produced no code
+MODEL_ERROR = "model_error"  # the chat model failed (HTTP error, timeout, malformed reply): no code to judge
+GENERATOR_ERROR = "error"  # our generator failed (its traceback is kept in ``Attempt.error``)
+
+_SUMMARY_FIELDS = ("iteration", "generator", "status", "message", "reward", "reward_basis", "speedup", "source",
+                   "note", "variant", "torch_ops", "error")
+_TRAIL_MESSAGE = 300
+
+
 @dataclass(frozen=True, kw_only=True)
 class Attempt:
-    """One earlier candidate: its code, the evaluator's verdict, and the feedback the generator saw."""
+    """One candidate from generator to suite record: what was written, the verdict on it, and the feedback
+    the generator saw. The one attempt type; readers that need fewer fields take a view.
+
+    Before it is judged (the graph's ``pending`` candidate) only the generator's fields are set and
+    ``status`` is ``""``. ``status`` is then an :class:`EvalStatus` value, :data:`NO_CODE`,
+    :data:`MODEL_ERROR` (the chat model failed; ``model_error_fatal``: retrying cannot help) or
+    :data:`GENERATOR_ERROR` (our generator failed: ``error`` holds its traceback). ``torch_ops``: the
+    compute PyTorch did in a verified hybrid kernel. ``duplicate_of``: the iteration whose verdict an
+    identical source reused.
+
+    Views: :meth:`to_dict` (everything, JSON-able: the graph's state and checkpoints), :meth:`summary`
+    (no evaluator result, feedback or profile: the optimize report) and :meth:`trail` (no source either,
+    message cut: a suite's ``results.jsonl`` row). :meth:`from_dict` reads any of the three.
+    """
 
     iteration: int
-    source: str | None
-    result: EvalResult | None
-    feedback: str
-    reward: float
+    source: str | None = None
+    result: EvalResult | None = None
+    feedback: str = ""
+    reward: float = 0.0
     generator: str = ""
     variant: str | None = None
+    status: str = ""
+    message: str = ""
+    reward_basis: str = ""
+    speedup: float | None = None
+    note: str = ""
+    profile: str | None = None
+    duplicate_of: int | None = None
+    torch_ops: tuple[str, ...] = ()
+    model_error: str | None = None
+    model_error_fatal: bool = False
+    error: str | None = None
+
+    @property
+    def judged(self) -> bool:
+        return bool(self.status)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-able (the evaluator's result as its own dict)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["result"] = self.result.to_dict() if self.result is not None else None
+        return to_jsonable(data)
+
+    def summary(self) -> dict[str, Any]:
+        """What a report lists per attempt: the verdict and the code, without the evaluator's details."""
+        return to_jsonable({name: getattr(self, name) for name in _SUMMARY_FIELDS})
+
+    def trail(self) -> dict[str, Any]:
+        """One attempt as a suite's results.jsonl row keeps it: what was tried and what the evaluator said."""
+        return {"iteration": self.iteration, "generator": self.generator, "variant": self.variant,
+                "status": self.status, "speedup_vs_compile": self.speedup, "reward": round(self.reward, 4),
+                "message": self.message[:_TRAIL_MESSAGE]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Attempt:
+        """Read :meth:`to_dict`, :meth:`summary` or :meth:`trail` (or the older records of the same shapes:
+        the graph's AttemptRecord and PendingCandidate, the optimize report's AttemptSummary)."""
+        d = {k: v for k, v in data.items() if k in _FIELDS}
+        if "speedup" not in d and "speedup_vs_compile" in data:  # a trail row
+            d["speedup"] = data["speedup_vs_compile"]
+        if d.get("result") is not None and not isinstance(d["result"], EvalResult):
+            d["result"] = EvalResult.from_dict(d["result"])
+        d["torch_ops"] = tuple(d.get("torch_ops") or ())
+        d["model_error_fatal"] = bool(d.get("model_error_fatal"))
+        for key in ("feedback", "generator", "message", "reward_basis", "note", "status"):
+            if d.get(key) is None:
+                d.pop(key, None)
+        return cls(**d)
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Attempt))

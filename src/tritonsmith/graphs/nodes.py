@@ -6,6 +6,7 @@ returns a partial state update, and emits a progress event on the ``custom`` str
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import traceback
@@ -15,7 +16,7 @@ from typing import Any
 from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 
-from tritonsmith.agents.base import Attempt, Candidate, GenerationRequest, Generator
+from tritonsmith.agents.base import Candidate, GenerationRequest, Generator
 from tritonsmith.core.device import DEFAULT_DEVICE, resolve_device
 from tritonsmith.core.settings import KernelContext, Settings
 from tritonsmith.graphs import routing
@@ -28,12 +29,11 @@ from tritonsmith.graphs.state import (
     NO_CODE,
     AttemptRecord,
     KernelState,
-    PendingCandidate,
     ProblemSpec,
     Usage,
 )
 from tritonsmith.core.problem import Problem, load_problem
-from tritonsmith.core.results import EvalResult
+from tritonsmith.core.results import Attempt, EvalResult
 
 __all__ = ["KernelNodes", "NODE_NAMES", "problem_from_spec", "spec_from_problem"]
 
@@ -110,7 +110,7 @@ class KernelNodes:
         attempts = state.get("attempts", [])
         start = state.get("start_from")
         if start and not any(a["generator"] == USER for a in attempts):
-            pending = PendingCandidate(iteration=0, source=start, generator=USER, note="the user's kernel")
+            pending = Attempt(iteration=0, source=start, generator=USER, note="the user's kernel").to_dict()
             _emit(runtime, event="generated", iteration=0, generator=USER, has_code=True)
             return {"pending": pending}
         settings = self._settings(runtime)
@@ -118,7 +118,7 @@ class KernelNodes:
         iteration = max((a["iteration"] for a in attempts), default=0) + 1
         request = GenerationRequest(
             problem=problem_from_spec(state["problem"]), iteration=iteration,
-            history=[_to_attempt(a) for a in attempts if a["status"] != MODEL_ERROR],
+            history=[Attempt.from_dict(a) for a in attempts if a["status"] != MODEL_ERROR],
             examples=tuple(state.get("examples", ())), analysis=state.get("analysis", ""), device=_device(state),
             start_from=start, policy=settings.policy,
             iterations_left=max(0, settings.iterations - routing.generated_count(attempts) - 1))
@@ -127,9 +127,9 @@ class KernelNodes:
         u = candidate.usage
         usage = Usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens, cost_usd=u.cost_usd,
                       calls=1 if generator.name == "llm" else 0)
-        pending = PendingCandidate(iteration=iteration, source=candidate.source, generator=generator.name,
-                                   note=candidate.note, variant=candidate.variant, error=candidate.error,
-                                   model_error=candidate.model_error, model_error_fatal=candidate.model_error_fatal)
+        pending = Attempt(iteration=iteration, source=candidate.source, generator=generator.name, note=candidate.note,
+                          variant=candidate.variant, error=candidate.error, model_error=candidate.model_error,
+                          model_error_fatal=candidate.model_error_fatal).to_dict()
         _emit(runtime, event="generated", iteration=iteration, generator=generator.name,
               has_code=candidate.source is not None, tokens=u.input_tokens + u.output_tokens,
               **({"error": candidate.note} if candidate.error else {}))
@@ -146,25 +146,24 @@ class KernelNodes:
         pending = state["pending"]
         if pending is None:
             raise RuntimeError("evaluate ran without a pending candidate (graph wiring error)")
-        if pending["source"] is None:
-            rec = _record(pending, None, feedback=pending["note"] or "no code")
+        tried = Attempt.from_dict(pending)
+        if tried.source is None:
+            rec = _record(tried, None, feedback=tried.note or "no code")
         else:
-            rec = self._evaluate_source(state, pending, self._settings(runtime))
+            rec = self._evaluate_source(state, tried, self._settings(runtime))
         _emit(runtime, event="evaluated", iteration=rec["iteration"], generator=rec["generator"],
               status=rec["status"], message=rec["message"], speedup=rec["speedup"],
               reward=rec["reward"], reward_basis=rec["reward_basis"], torch_ops=rec.get("torch_ops", []))
         return _with_best({"attempts": [rec], "pending": None}, rec)
 
-    def _evaluate_source(self, state: KernelState, pending: PendingCandidate, settings: Settings) -> AttemptRecord:
-        source = pending["source"] or ""
+    def _evaluate_source(self, state: KernelState, pending: Attempt, settings: Settings) -> AttemptRecord:
+        source = pending.source or ""
         twin = next((a for a in state.get("attempts", []) if a["source"] and a["source"].strip() == source.strip()
                      and a["result"] is not None), None)
         if twin is not None:
             result = EvalResult.from_dict(twin["result"])
-            rec = _record(pending, result, feedback=f"identical to iteration {twin['iteration']}: "
-                                                    f"{result.feedback()}")
-            rec["duplicate_of"] = twin["iteration"]
-            return rec
+            return _record(pending, result, feedback=f"identical to iteration {twin['iteration']}: "
+                                                     f"{result.feedback()}", duplicate_of=twin["iteration"])
         result = self.deps.evaluate_fn()(
             problem_from_spec(state["problem"]), source, device=_device(state), trials=settings.trials,
             tolerance=settings.tolerance, policy=settings.policy, timeout_s=settings.eval_timeout_s,
@@ -248,22 +247,20 @@ def _generate_safely(generator: Generator, request: GenerationRequest) -> Candid
                          error=traceback.format_exc(limit=20))
 
 
-def _record(pending: PendingCandidate, result: EvalResult | None, *, feedback: str) -> AttemptRecord:
+def _record(pending: Attempt | AttemptRecord, result: EvalResult | None, *, feedback: str,
+            duplicate_of: int | None = None) -> AttemptRecord:
+    """The pending attempt judged: ``result`` (None: it had no code, or a model or generator error)."""
+    if isinstance(pending, dict):
+        pending = Attempt.from_dict(pending)
     reward = reward_for(result)
-    error = pending.get("error")
-    failed = GENERATOR_ERROR if error else MODEL_ERROR if pending.get("model_error") else NO_CODE
-    rec = AttemptRecord(
-        iteration=pending["iteration"], generator=pending["generator"], source=pending["source"],
-        status=result.status.value if result else failed,
-        message=_headline(result) if result else (pending["note"] or "the generator produced no code"),
-        result=result.to_dict() if result else None, feedback=feedback, reward=reward.value,
-        reward_basis=reward.basis, speedup=reward.speedup, note=pending["note"], variant=pending.get("variant"),
-        torch_ops=list(reward.torch_ops))
-    if error:
-        rec["error"] = error
-    if pending.get("model_error"):
-        rec["model_error_fatal"] = bool(pending.get("model_error_fatal"))
-    return rec
+    failed = GENERATOR_ERROR if pending.error else MODEL_ERROR if pending.model_error else NO_CODE
+    judged = dataclasses.replace(
+        pending, status=result.status.value if result else failed,
+        message=_headline(result) if result else (pending.note or "the generator produced no code"),
+        result=result, feedback=feedback, reward=reward.value, reward_basis=reward.basis, speedup=reward.speedup,
+        torch_ops=tuple(reward.torch_ops), duplicate_of=duplicate_of,
+        model_error_fatal=bool(pending.model_error and pending.model_error_fatal))
+    return judged.to_dict()
 
 
 def _headline(result: EvalResult) -> str:
@@ -284,12 +281,6 @@ def _with_best(update: dict[str, Any], rec: AttemptRecord) -> dict[str, Any]:
     if rec["reward"] > 0:
         update["best"] = rec
     return update
-
-
-def _to_attempt(rec: AttemptRecord) -> Attempt:
-    result = EvalResult.from_dict(rec["result"]) if rec["result"] else None
-    return Attempt(iteration=rec["iteration"], source=rec["source"], result=result, feedback=rec["feedback"],
-                   reward=rec["reward"], generator=rec["generator"], variant=rec.get("variant"))
 
 
 def _device(state: KernelState) -> str:

@@ -8,11 +8,12 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tritonsmith.core.results import EvalResult
+from tritonsmith.core.deprecation import warn_deprecated
+from tritonsmith.core.results import Attempt, EvalResult
 from tritonsmith.core.settings import GeneratorChoice, KernelContext, Settings
 from tritonsmith.graphs.builder import ExtraNode, compile_kernel_graph
 from tritonsmith.graphs.nodes import spec_from_problem
@@ -27,27 +28,11 @@ if TYPE_CHECKING:
     from tritonsmith.core.problem import Problem
     from tritonsmith.tools.ports import Evaluator, KernelProfiler
 
-__all__ = ["AttemptSummary", "OptimizeInterrupted", "OptimizeResult", "ProgressEvent", "optimize"]
+__all__ = ["OptimizeInterrupted", "OptimizeResult", "ProgressEvent", "optimize"]
 
 log = logging.getLogger(__name__)
 
 ProgressEvent = dict[str, Any]
-
-
-@dataclass(frozen=True, kw_only=True)
-class AttemptSummary:
-    iteration: int
-    generator: str
-    status: str
-    message: str
-    reward: float
-    reward_basis: str
-    speedup: float | None
-    source: str | None
-    note: str = ""
-    variant: str | None = None
-    torch_ops: tuple[str, ...] = ()  # hybrid: what PyTorch computed in this (verified) kernel
-    error: str | None = None  # the generator's traceback when it failed (status ``error``)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,7 +52,7 @@ class OptimizeResult:
     best_result: EvalResult | None
     best_reward: float | None
     best_iteration: int | None
-    attempts: tuple[AttemptSummary, ...]
+    attempts: tuple[Attempt, ...]
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
@@ -99,20 +84,28 @@ class OptimizeResult:
             best_source=best["source"] if best else None,
             best_result=EvalResult.from_dict(best["result"]) if best and best["result"] else None,
             best_reward=best["reward"] if best else None, best_iteration=best["iteration"] if best else None,
-            attempts=tuple(AttemptSummary(iteration=a["iteration"], generator=a["generator"], status=a["status"],
-                                          message=a["message"], reward=a["reward"], reward_basis=a["reward_basis"],
-                                          speedup=a["speedup"], source=a["source"], note=a["note"],
-                                          variant=a.get("variant"), torch_ops=tuple(a.get("torch_ops", ())),
-                                          error=a.get("error"))
-                           for a in state.get("attempts", [])),
+            attempts=tuple(Attempt.from_dict(a) for a in state.get("attempts", [])),
             input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
             cost_usd=usage.get("cost_usd"), notes=tuple(state.get("notes", [])), settings=settings.public_dict())
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The report (``report.json``): each attempt as its :meth:`~tritonsmith.core.results.Attempt.summary`."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["best_result"] = self.best_result.to_dict() if self.best_result else None
+        data["attempts"] = [a.summary() for a in self.attempts]
+        data["notes"] = list(self.notes)
+        data["settings"] = dict(self.settings)
         data["ok"] = self.ok
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OptimizeResult:
+        """Read :meth:`to_dict` back (a ``report.json``, also one written before attempts were one type)."""
+        d = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        d["best_result"] = EvalResult.from_dict(d["best_result"]) if d.get("best_result") else None
+        d["attempts"] = tuple(Attempt.from_dict(a) for a in d.get("attempts") or ())
+        d["notes"] = tuple(d.get("notes") or ())
+        return cls(**d)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -275,3 +268,10 @@ def _non_none(context: KernelContext | None) -> dict[str, Any]:
     if context is None:
         return {}
     return {k: v for k, v in asdict(context).items() if v is not None}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AttemptSummary":  # deprecated: one attempt type (its report view is Attempt.summary())
+        warn_deprecated("tritonsmith.graphs.optimizer.AttemptSummary", "tritonsmith.core.results.Attempt")
+        return Attempt
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

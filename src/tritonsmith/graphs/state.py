@@ -1,12 +1,15 @@
 """The graph's state: plain JSON-able TypedDicts, so any checkpointer (and LangGraph Studio) can hold it.
 
-Every evaluated attempt stays in ``attempts`` (code, evaluator result, feedback, reward); ``best`` is the
+Every evaluated attempt stays in ``attempts`` (:class:`~tritonsmith.core.results.Attempt` as its dict: code,
+evaluator result, feedback, reward); ``best`` is the
 best *verified* attempt so far and is never lost: its reducer only ever replaces it with a better one.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from tritonsmith.core.results import GENERATOR_ERROR, MODEL_ERROR, NO_CODE
 
 __all__ = [
     "AttemptRecord",
@@ -16,7 +19,6 @@ __all__ = [
     "KernelState",
     "MODEL_ERROR",
     "NO_CODE",
-    "PendingCandidate",
     "ProblemSpec",
     "Usage",
     "add_usage",
@@ -24,10 +26,6 @@ __all__ = [
     "merge_attempts",
     "merge_notes",
 ]
-
-NO_CODE = "no_code"  # the attempt's status when the generator produced no code
-MODEL_ERROR = "model_error"  # the chat model failed (HTTP error, timeout, malformed reply): no code to judge
-GENERATOR_ERROR = "error"  # the attempt's status when the generator itself failed (its traceback is kept)
 
 
 class ProblemSpec(TypedDict):
@@ -40,40 +38,12 @@ class ProblemSpec(TypedDict):
     weights_path: NotRequired[str | None]
 
 
-class PendingCandidate(TypedDict):
-    """What ``generate`` hands to ``evaluate``."""
+AttemptRecord = dict[str, Any]
+"""One attempt in the state: :meth:`tritonsmith.core.results.Attempt.to_dict` (read back with
+``Attempt.from_dict``). ``pending`` holds one the generator wrote and ``evaluate`` has not judged yet
+(``status`` ``""``); ``attempts`` and ``best`` hold judged ones."""
 
-    iteration: int
-    source: str | None
-    generator: str
-    note: str
-    variant: NotRequired[str | None]
-    model_error: NotRequired[str | None]
-    model_error_fatal: NotRequired[bool]
-    error: NotRequired[str | None]
-
-
-class AttemptRecord(TypedDict):
-    """One evaluated attempt. ``status`` is an EvalStatus value, ``"no_code"``, ``"model_error"`` (the chat
-    model failed) or ``"error"`` (our generator failed: ``error`` holds its traceback)."""
-
-    iteration: int
-    generator: str
-    source: str | None
-    status: str
-    message: str
-    result: dict[str, Any] | None
-    feedback: str
-    reward: float
-    reward_basis: str
-    speedup: float | None
-    note: str
-    profile: NotRequired[str]
-    variant: NotRequired[str | None]
-    duplicate_of: NotRequired[int | None]
-    torch_ops: NotRequired[list[str]]  # compute PyTorch did in a verified hybrid kernel ("torch computes: ...")
-    model_error_fatal: NotRequired[bool]  # a model error another request cannot fix (key, model, server)
-    error: NotRequired[str | None]
+PendingCandidate = AttemptRecord  # the older name of a pending attempt's dict
 
 
 class Usage(TypedDict):
@@ -149,7 +119,7 @@ class KernelState(TypedDict, total=False):
     analysis: str
     facts: dict[str, Any]
     examples: list[str]
-    pending: PendingCandidate | None
+    pending: AttemptRecord | None
     exhausted: bool
     attempts: Annotated[list[AttemptRecord], merge_attempts]
     best: Annotated[AttemptRecord | None, keep_best]

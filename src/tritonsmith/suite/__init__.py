@@ -1,6 +1,6 @@
 """Suite runs: the optimize loop (or given kernels) over many problems, many GPUs, resumably, with reports.
 
-``run_suite`` runs; ``build_report``/``write_report`` summarise a run directory; ``compare_runs`` sets
+``run_suite`` runs, on one :class:`SuiteSettings`; ``build_report``/``write_report`` summarise a run directory; ``compare_runs`` sets
 two side by side. The CLI's ``tritonsmith bench`` and ``tritonsmith report`` sit on these.
 """
 
@@ -16,6 +16,7 @@ __all__ = [
     "RunStore",
     "SuiteProblem",
     "SuiteRun",
+    "SuiteSettings",
     "build_report",
     "compare_runs",
     "discover_problems",
@@ -29,6 +30,7 @@ _LAZY = {
     "OptimizeOutcome": "tritonsmith.suite.runner",
     "SuiteProblem": "tritonsmith.suite.runner",
     "SuiteRun": "tritonsmith.suite.runner",
+    "SuiteSettings": "tritonsmith.suite.settings",
     "discover_problems": "tritonsmith.suite.runner",
     "match_candidates": "tritonsmith.suite.runner",
     "run_suite": "tritonsmith.suite.runner",
@@ -42,6 +44,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from tritonsmith.suite.report import build_report, compare_runs, write_report
     from tritonsmith.suite.results import ProblemRecord, RunStore
+    from tritonsmith.suite.settings import SuiteSettings
     from tritonsmith.suite.runner import (
         OptimizeFn,
         OptimizeOutcome,

@@ -24,10 +24,4 @@ def outcome_from_optimize_result(raw: Any) -> OptimizeOutcome:
     return OptimizeOutcome(best_source=raw.best_source, best_result=raw.best_result, iterations=len(raw.attempts),
                            generator=raw.generator, input_tokens=raw.input_tokens, output_tokens=raw.output_tokens,
                            cost_usd=raw.cost_usd, failure_status=failure_status, failure_message=failure_message[:2000],
-                           attempts=tuple(attempt_trail(a) for a in raw.attempts))
-
-
-def attempt_trail(a: Any) -> dict[str, Any]:
-    """One attempt as a results.jsonl row keeps it: what was tried and what the evaluator said (no source)."""
-    return {"iteration": a.iteration, "generator": a.generator, "variant": a.variant, "status": a.status,
-            "speedup_vs_compile": a.speedup, "reward": round(a.reward, 4), "message": a.message[:300]}
+                           attempts=tuple(a.trail() for a in raw.attempts))

@@ -23,4 +23,4 @@ class OptimizeOutcome:
     cost_usd: float | None = None
     failure_status: str | None = None
     failure_message: str = ""
-    attempts: tuple[dict[str, Any], ...] = ()
+    attempts: tuple[dict[str, Any], ...] = ()  # each attempt's Attempt.trail() view

@@ -20,11 +20,9 @@ from tritonsmith.core.problem_meta import check_reference
 from tritonsmith.suite._adapt import outcome_from_optimize_result
 from tritonsmith.suite._outcome import OptimizeOutcome
 from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, ProblemRecord, write_atomic
+from tritonsmith.suite.settings import EVAL, OPTIMIZE, SuiteSettings
 
 log = logging.getLogger(__name__)
-
-OPTIMIZE = "optimize"
-EVAL = "eval"
 
 
 class OptimizeFn(Protocol):
@@ -41,29 +39,29 @@ class OptimizeFn(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class SuiteTask:
+    """One problem of a run, with the run's settings (resolved once by ``run_suite``: device, optimize_fn)."""
+
     key: str
     problem_path: str
     level: int | None
-    mode: str
-    device: str
     run_dir: str
+    settings: SuiteSettings
     candidate_path: str | None = None
-    generator: str | None = None
-    iterations: int = 3
-    optimize_fn: str | None = None
-    trials: int = 5
-    tolerance: str = "kernelbench"
-    policy: str = "hybrid"
-    scale: bool = False
-    timeout_s: float | None = None
-    use_memory: bool = False
+
+    @property
+    def mode(self) -> str:
+        return self.settings.mode
+
+    @property
+    def device(self) -> str:
+        return self.settings.device
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SuiteTask:
-        return cls(**data)
+        return cls(**{**data, "settings": SuiteSettings.from_dict(data["settings"])})
 
 
 def execute_task(task: SuiteTask) -> ProblemRecord:
@@ -98,25 +96,25 @@ def _score(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> ProblemRe
                              **base)
     from tritonsmith.evaluator import evaluate
 
-    result = evaluate(problem, Path(task.candidate_path), device=task.device,  # type: ignore[arg-type]
-                      trials=task.trials, tolerance=task.tolerance, policy=task.policy, scale=task.scale,
-                      timeout_s=task.timeout_s)
+    s = task.settings
+    result = evaluate(problem, Path(task.candidate_path), device=s.device,  # type: ignore[arg-type]
+                      trials=s.trials, tolerance=s.tolerance, policy=s.policy, scale=s.scale, timeout_s=s.eval_timeout_s)
     return ProblemRecord(problem=problem.name, status=result.status.value, message=result.message, result=result,
                          iterations=1, candidate_file=task.candidate_path, **base)
 
 
 def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> ProblemRecord:
-    fn = resolve_optimize_fn(task.optimize_fn)
-    if task.scale:
+    s = task.settings
+    fn = resolve_optimize_fn(s.optimize_fn)  # type: ignore[arg-type]
+    if s.scale:
         problem = problem.scaled()
         base = {**base, "scaling_note": problem.scaling_note}
     check_reference(problem)  # as `tritonsmith eval` does, before any generation (raises ProblemError)
-    settings: dict[str, Any] = {"trials": task.trials, "tolerance": task.tolerance, "policy": task.policy,
-                                "use_memory": task.use_memory}
-    if task.timeout_s is not None:
-        settings["eval_timeout_s"] = task.timeout_s
-    raw = fn(problem, generator=generator_choice(task.generator), iterations=task.iterations, device=task.device,
-             **settings)
+    settings: dict[str, Any] = {"trials": s.trials, "tolerance": s.tolerance, "policy": s.policy,
+                                "use_memory": s.use_memory}
+    if s.eval_timeout_s is not None:
+        settings["eval_timeout_s"] = s.eval_timeout_s
+    raw = fn(problem, generator=generator_choice(s.generator), iterations=s.iterations, device=s.device, **settings)
     out = to_outcome(raw)
     candidate_file = None
     if out.best_source is not None:

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from tritonsmith.core.results import EvalResult, EvalStatus
+from tritonsmith.core.results import Attempt, EvalResult, EvalStatus
 from tritonsmith.core.version import code_version
 
 __all__ = [
@@ -71,7 +71,7 @@ class ProblemRecord:
     wall_s: float = 0.0
     work_s: float = 0.0
     worker: str = ""
-    attempts: tuple[dict[str, Any], ...] = ()
+    attempts: tuple[dict[str, Any], ...] = ()  # each attempt's Attempt.trail() view, as results.jsonl keeps it
     version: str = field(default_factory=code_version)
     finished_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
@@ -96,6 +96,11 @@ class ProblemRecord:
     @property
     def speedup_vs_compile(self) -> float | None:
         return self.result.speedup_vs_compile if self.timed and self.result else None
+
+    @property
+    def trail(self) -> tuple[Attempt, ...]:
+        """The attempts as :class:`~tritonsmith.core.results.Attempt` (the fields a trail keeps; no source)."""
+        return tuple(Attempt.from_dict(a) for a in self.attempts)
 
     @property
     def overhead_s(self) -> float:

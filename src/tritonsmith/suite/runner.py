@@ -7,19 +7,19 @@ finished problems; a killed run loses only the problems that were in flight.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from tritonsmith.suite._outcome import OptimizeOutcome
-from tritonsmith.suite._task import EVAL, OPTIMIZE, OptimizeFn, SuiteTask
-from tritonsmith.suite.pool import LocalPool, SuitePool, available_cores, plan_slots, visible_gpus
+from tritonsmith.suite._task import OptimizeFn, SuiteTask
+from tritonsmith.suite.pool import LocalPool, SuitePool, available_cores, plan_slots
 from tritonsmith.suite.results import ERROR, ProblemRecord, RunManifest, RunStore
+from tritonsmith.suite.settings import OPTIMIZE, SuiteSettings, optimize_fn_reference
 
 __all__ = [
     "OptimizeFn",
@@ -27,8 +27,10 @@ __all__ = [
     "SuiteProblem",
     "SuiteProgress",
     "SuiteRun",
+    "SuiteSettings",
     "discover_problems",
     "match_candidates",
+    "optimize_fn_reference",
     "run_suite",
 ]
 
@@ -131,44 +133,36 @@ def match_candidates(problems: Sequence[SuiteProblem], candidates: str | Path) -
     return out
 
 
-def run_suite(problems: Sequence[SuiteProblem], out: str | Path, *, mode: str = OPTIMIZE,
-              generator: str | None = None, iterations: int = 3, device: str = "auto", workers: int | None = None,
-              slots_per_gpu: int = 1, optimize_fn: str | Callable[..., Any] | None = None, trials: int = 5,
-              tolerance: str = "kernelbench", policy: str = "hybrid", scale: bool = False, timeout_s: float | None = None,
-              time_budget_s: float | None = None, use_memory: bool = False, pool: SuitePool | None = None,
-              progress: SuiteProgress | None = None) -> SuiteRun:
-    """Run every unfinished problem of ``problems`` into the run directory ``out``.
+def run_suite(problems: Sequence[SuiteProblem], out: str | Path, settings: SuiteSettings | None = None, *,
+              pool: SuitePool | None = None, progress: SuiteProgress | None = None, **legacy: Any) -> SuiteRun:
+    """Run every unfinished problem of ``problems`` into the run directory ``out``, as ``settings`` say
+    (see :class:`SuiteSettings`; default: optimize with the loop's default generator on any device).
 
-    ``mode="optimize"`` runs ``optimize_fn`` (default :func:`tritonsmith.graphs.optimize`) with
-    ``generator`` for ``iterations``; ``mode="eval"`` scores each problem's ``candidate`` once.
-    ``time_budget_s`` stops starting new problems once spent (those in flight finish). ``use_memory``
-    lets the loop read and write its kernel memory (off by default: workers run in parallel and a
-    suite score should not depend on the order problems finished in). Raises
-    :class:`RunConfigError` when ``out`` holds a run started with other settings.
+    ``pool`` runs the tasks (default: local worker processes, one per GPU slot or core); ``progress`` is told
+    as problems start and finish. Raises :class:`RunConfigError` when ``out`` holds a run started with other
+    settings. The keyword arguments of the settings (``mode=``, ``trials=``, ``timeout_s=``...) are still
+    accepted, with a :class:`DeprecationWarning`.
     """
-    if mode not in (OPTIMIZE, EVAL):
-        raise ValueError(f"mode must be {OPTIMIZE!r} or {EVAL!r}, not {mode!r}")
-    dev = _resolve_device(device)
+    if legacy:
+        settings = SuiteSettings.from_keywords(settings, legacy)
+    s = (settings or SuiteSettings()).resolved()
     store = RunStore(out)
-    manifest = RunManifest(mode=mode, device=dev, generator=generator if mode == OPTIMIZE else None,
-                           iterations=iterations if mode == OPTIMIZE else 1, problems=tuple(p.key for p in problems),
-                           settings={"trials": trials, "tolerance": tolerance, "policy": policy, "scale": scale,
-                                     "use_memory": use_memory})
+    manifest = RunManifest(mode=s.mode, device=s.device, generator=s.generator if s.mode == OPTIMIZE else None,
+                           iterations=s.iterations if s.mode == OPTIMIZE else 1, problems=tuple(p.key for p in problems),
+                           settings={"trials": s.trials, "tolerance": s.tolerance, "policy": s.policy,
+                                     "scale": s.scale, "use_memory": s.use_memory})
     store.open_run(manifest)
     done = store.finished_keys()
     todo = [p for p in problems if p.key not in done]
-    fn_ref = optimize_fn_reference(optimize_fn) if mode == OPTIMIZE else None
-    tasks = [SuiteTask(key=p.key, problem_path=str(p.path), level=p.level, mode=mode, device=dev,
-                       run_dir=str(store.run_dir.resolve()), candidate_path=str(p.candidate) if p.candidate else None,
-                       generator=generator, iterations=iterations, optimize_fn=fn_ref, trials=trials,
-                       tolerance=tolerance, policy=policy, scale=scale, timeout_s=timeout_s, use_memory=use_memory)
-             for p in todo]
+    tasks = [SuiteTask(key=p.key, problem_path=str(p.path), level=p.level, run_dir=str(store.run_dir.resolve()),
+                       settings=s, candidate_path=str(p.candidate) if p.candidate else None) for p in todo]
     if pool is None:
-        if dev == "cpu":  # no more interpreter workers than cores or problems
+        workers = s.workers
+        if s.device == "cpu":  # no more interpreter workers than cores or problems
             workers = min(workers or available_cores(), max(1, len(tasks)))
-        slots = plan_slots(dev, workers=workers, slots_per_gpu=slots_per_gpu, lock_dir=store.run_dir)
+        slots = plan_slots(s.device, workers=workers, slots_per_gpu=s.slots_per_gpu, lock_dir=store.run_dir)
         pool = LocalPool(slots, log_dir=store.run_dir / "logs")
-    return _drive(pool, tasks, store, skipped=len(problems) - len(todo), time_budget_s=time_budget_s,
+    return _drive(pool, tasks, store, skipped=len(problems) - len(todo), time_budget_s=s.time_budget_s,
                   progress=progress or LogProgress())
 
 
@@ -210,31 +204,6 @@ def _drive(pool: SuitePool, tasks: list[SuiteTask], store: RunStore, *, skipped:
         log.warning("time budget spent: %d problems not started (rerun to continue)", len(not_started))
     return SuiteRun(run_dir=store.run_dir, records=store.records(), ran=ran, skipped=skipped,
                     not_started=not_started, wall_s=time.monotonic() - start)
-
-
-def optimize_fn_reference(fn: str | Callable[..., Any] | None) -> str | None:
-    """Workers import the optimize function by name: ``"module:qualname"``, checked to resolve back to ``fn``."""
-    if fn is None or isinstance(fn, str):
-        return fn
-    ref = f"{fn.__module__}:{fn.__qualname__}"
-    obj: Any = importlib.import_module(fn.__module__)
-    try:
-        for part in fn.__qualname__.split("."):
-            obj = getattr(obj, part)
-    except AttributeError:
-        obj = None
-    if obj is not fn:
-        raise ValueError(f"optimize_fn {ref} cannot be imported by name in a worker process; "
-                         "pass a module-level function (or its 'module:function' reference)")
-    return ref
-
-
-def _resolve_device(device: str) -> str:
-    if device == "auto":
-        return "cuda" if visible_gpus() else "cpu"
-    if device not in ("cuda", "cpu"):
-        raise ValueError(f"device must be 'auto', 'cuda' or 'cpu', not {device!r}")
-    return device
 
 
 def _looks_like_problem(path: Path) -> bool:
