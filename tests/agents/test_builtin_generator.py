@@ -336,7 +336,7 @@ def test_matmul_precision_choice_and_variants() -> None:
     cfg = group_config(plan.groups[0], {"presplit": True})
     assert cfg["precision"] == "3xtf32" and cfg["BLOCK_N"] == 256 and cfg["num_stages"] == 3
     keys = [v.key for v in variant_menu(plan)]
-    assert keys == ["default", "ieee", "mm-128x128", "mm-64x64", "mm-3xtf32"]
+    assert keys == ["default", "ieee", "mm-128x128", "mm-64x64", "mm-3xtf32", "static-shapes"]  # specialised last
     thin = CASES["linear_epilogue"][0]  # low FLOPs per operand byte: the split pass would not pay
     _, plan = _plan(thin, {}, None)
     assert group_config(plan.groups[0], {})["precision"] == "tf32x3"

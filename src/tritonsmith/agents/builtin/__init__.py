@@ -92,15 +92,21 @@ class _ProblemState:
         self.bug: str | None = None  # the traceback of a failure of ours while planning it (error)
         self.menu: list[Any] = []
         self.torch_ops: list[str] = []
+        self.other: Exported | str = "not exported"  # the reference at another leading size (_plan)
         try:
             self.exported = export_problem(problem)
         except Exception as exc:  # export of arbitrary user code fails in many ways: the reference's limit
             self.error = f"torch.export could not trace the reference: {type(exc).__name__}: {exc}"
             return
+        from tritonsmith.agents.builtin._shapes import other_lead
+        from tritonsmith.agents.builtin._trace import leading_size
         from tritonsmith.agents.builtin._variants import variant_menu
 
         try:
-            plan = _plan(problem, {}, self.exported)
+            ref = leading_size(list(self.exported[1]))
+            self.other = "no tensor input has a leading dimension" if ref is None else \
+                _export_other(problem, other_lead(ref))
+            plan = _plan(problem, {}, self.exported, self.other)
             self.menu = variant_menu(plan[1])
         except UnsupportedError as exc:
             self.error = str(exc)
@@ -112,12 +118,46 @@ class _ProblemState:
         self.torch_ops = list(plan[1].torch_ops)
 
 
-def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None) -> tuple[Any, Any]:
+def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
+          other: Exported | str | None = None) -> tuple[Any, Any]:
+    """Trace, lower and partition ``problem`` under the variant's ``options``. Unless they ask for
+    ``static_shapes``, the plan's kernels take the leading size at run time where ``_shapes`` finds that
+    sound (``plan.lead``; else ``plan.static_reason`` says why not). ``other``: the reference exported at
+    the other leading size (or why it could not be), when the caller keeps it."""
     from tritonsmith.agents.builtin._partition import partition
+    from tritonsmith.agents.builtin._shapes import NotGeneric, generic_lead, other_lead
     from tritonsmith.agents.builtin._trace import trace_problem
 
     traced = trace_problem(problem, options, exported)
-    return traced, partition(traced.graph)
+    plan = partition(traced.graph)
+    if options.get("static_shapes"):
+        return traced, plan
+    ref = next((n.shape[0] for n in traced.graph.inputs if n.shape), None)
+    if ref is None:
+        plan.static_reason = "no tensor input has a leading dimension"
+        return traced, plan
+    size = other_lead(ref)
+    try:
+        if other is None:
+            other = _export_other(problem, size)
+        if isinstance(other, str):
+            raise NotGeneric(other)
+        plan.lead = generic_lead(traced.graph, trace_problem(problem, options, other).graph, ref, size)
+    except NotGeneric as exc:
+        plan.static_reason = str(exc)
+    except UnsupportedError as exc:
+        plan.static_reason = f"the reference at leading size {size} cannot be written: {exc}"
+    return traced, plan
+
+
+def _export_other(problem: Problem, size: int) -> Exported | str:
+    """The reference exported at leading size ``size``, or why it does not accept that size."""
+    from tritonsmith.agents.builtin._trace import export_problem
+
+    try:
+        return export_problem(problem, lead=size)
+    except Exception as exc:  # the reference rejects the size (a baked-in batch size): its limit, not our bug
+        return f"the reference does not accept leading size {size}: {type(exc).__name__}: {str(exc)[:200]}"
 
 
 class BuiltinGenerator:
@@ -158,9 +198,7 @@ class BuiltinGenerator:
                     why = f"cannot write this problem: {unwritable[0]}"  # every variant failed at the same op
                 return Candidate(source=None, exhausted=True, note=f"builtin: {why}")
             try:
-                traced, plan = _plan(problem, variant.options, state.exported)
-                source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
-                                     f"{variant.key} ({variant.why})")
+                traced, plan, source = _write(problem, state, variant)
             except UnsupportedError as exc:
                 log.info("builtin: variant %s of %s not writable: %s", variant.key, problem.name, exc)
                 from tritonsmith.agents.base import Attempt
@@ -181,8 +219,21 @@ class BuiltinGenerator:
                f"variant {variant.key}: {variant.why}"
         if plan.torch_ops:
             note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
+        note += "; shape-generic: the leading dimension is a run-time size" if plan.lead is not None else \
+            f"; shape-specialised ({plan.static_reason or 'asked for'})"
         return Candidate(source=source, note=note, variant=variant.key,
                          exhausted=remaining(state.menu, request.history, variant) == 0)
+
+
+def _write(problem: Problem, state: _ProblemState, variant: Any) -> tuple[Any, Any, str]:
+    """(traced, plan, source) of ``variant``: shape-generic where the plan allows it (``emit_module`` writes
+    it shape-specialised where a kernel cannot take the leading size at run time, and the plan says why)."""
+    from tritonsmith.agents.builtin._emit import emit_module
+
+    traced, plan = _plan(problem, variant.options, state.exported, state.other)
+    source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
+                         f"{variant.key} ({variant.why})")
+    return traced, plan, source
 
 
 def _last_line(tb: str) -> str:

@@ -137,3 +137,25 @@ class Lowering(Protocol):
     # select / slice: a view whose strides come from applying ``fn`` to a meta tensor of ``x``'s layout
     def _view_like(self, x: Node, shape: tuple[int, ...], how: str, fn: Callable[[Any], Any],
                    **attrs: Any) -> Node: ...
+
+
+@dataclass(frozen=True)
+class Lead:
+    """The leading (batch-like) size as a run-time value of the kernels (``_shapes.generic_lead``).
+
+    ``ref`` is the reference's leading size; ``scale[node id] = c`` for every value whose first dimension
+    is ``c * lead`` at any leading size ``lead`` (its other dimensions, strides and offset never change).
+    Values not in ``scale`` have the same shape at every leading size.
+    """
+
+    ref: int
+    scale: dict[int, int]
+
+    def batched(self, n: Node) -> bool:
+        return n.id in self.scale
+
+    def per_lead(self, value: int) -> int:
+        """``value`` (a size at the reference's leading size that scales with it) divided by that size."""
+        if value % self.ref:
+            raise UnsupportedError(f"internal error: size {value} does not scale with the leading size {self.ref}")
+        return value // self.ref

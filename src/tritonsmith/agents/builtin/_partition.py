@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 import torch
 
 from tritonsmith.agents.builtin._ir import (
-    EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Node, UnsupportedError, contiguous_strides,
-    is_fill, numel,
+    EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lead, Node, UnsupportedError,
+    contiguous_strides, is_fill, numel,
 )
 
 __all__ = ["Group", "Plan", "RowDomain", "apply_view", "layout", "partition", "resolve_base"]
@@ -104,6 +104,9 @@ class Plan:
     groups: list[Group]
     owner: dict[int, Group]
     torch_ops: list[str]
+    # the leading size as a run-time value (shape-generic kernels), or None: kernels for the reference's shapes
+    lead: Lead | None = None
+    static_reason: str = ""  # why the kernels are shape-specialised (empty when ``lead`` is set or asked for)
 
     def group_of(self, node: Node) -> Group | None:
         return self.owner.get(node.id)

@@ -23,7 +23,7 @@ from tritonsmith.core.problem import Problem
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TracedProblem", "attribute_expr", "export_problem", "trace_problem"]
+__all__ = ["TracedProblem", "attribute_expr", "export_problem", "leading_size", "resize_leading", "trace_problem"]
 
 aten = torch.ops.aten
 
@@ -41,12 +41,13 @@ class TracedProblem:
 Exported = tuple[Any, list[Any], dict[str, str]]
 
 
-def export_problem(problem: Problem) -> Exported:
+def export_problem(problem: Problem, lead: int | None = None) -> Exported:
     """``torch.export`` the reference on the ``meta`` device (no data, no GPU).
 
     Returns (program, inputs, accessors): ``accessors`` maps every parameter and buffer path of the module
     tree (``features.3.weight``) to the Python expression that reads it from ``self``
-    (``self.features[3].weight``).
+    (``self.features[3].weight``). ``lead``: export with the inputs' leading dimension resized to it
+    (``resize_leading``), to see which sizes follow it.
     """
     from tritonsmith.core.problem_meta import exec_reference, instantiate
 
@@ -61,10 +62,25 @@ def export_problem(problem: Problem) -> Exported:
         log.info("builtin: %s cannot be built on the meta device (%s); building it on the CPU", problem.name, exc)
         model, _, inputs = instantiate(module, problem.name, "cpu")
     patch_recurrent(model)
+    if lead is not None:
+        inputs = resize_leading(list(inputs), lead)
     program = _export(model, tuple(inputs))
     paths = [n for n, _ in model.named_parameters(remove_duplicate=False)]
     paths += [n for n, _ in model.named_buffers(remove_duplicate=False)]
     return program, inputs, {p: attribute_expr(model, p) for p in paths}
+
+
+def leading_size(inputs: list[Any]) -> int | None:
+    """The first dimension of the first tensor input with one (the evaluator's ``generalize`` rule)."""
+    return next((int(v.shape[0]) for v in inputs if isinstance(v, torch.Tensor) and v.dim() > 0), None)
+
+
+def resize_leading(inputs: list[Any], size: int) -> list[Any]:
+    """``inputs`` with every tensor whose first dimension is the leading size resized to ``size`` along it
+    (the tensors the evaluator's ``generalize`` check resizes); values are zeros (export reads no data)."""
+    lead = leading_size(inputs)
+    return [torch.zeros((size, *v.shape[1:]), dtype=v.dtype, device=v.device)
+            if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == lead else v for v in inputs]
 
 
 def _export(model: torch.nn.Module, inputs: tuple[Any, ...]) -> Any:

@@ -215,6 +215,9 @@ def variant_menu(plan: Plan) -> list[Variant]:
     if POINTWISE in kinds:
         menu.append(Variant("pw-4096", "4096 elements per program, 8 warps", base_opts,
                             {POINTWISE: {"BLOCK": 4096, "num_warps": 8}}))
+    if plan.lead is not None:  # last: the default's kernels specialised to the reference's shapes
+        menu.append(Variant("static-shapes", "kernels specialised to every shape of the reference (the leading "
+                            "dimension too)", {**base_opts, "static_shapes": True}))
     return menu
 
 
