@@ -100,14 +100,12 @@ class _ProblemState:
             return
         from tritonsmith.agents.builtin._shapes import other_lead
         from tritonsmith.agents.builtin._trace import leading_size
-        from tritonsmith.agents.builtin._variants import variant_menu
 
         try:
             ref = leading_size(list(self.exported[1]))
             self.other = "no tensor input has a leading dimension" if ref is None else \
                 _export_other(problem, other_lead(ref))
-            plan = _plan(problem, {}, self.exported, self.other)
-            self.menu = variant_menu(plan[1])
+            self.menu, self.torch_ops = menu_for(problem, self.exported, self.other)
         except UnsupportedError as exc:
             self.error = str(exc)
             return
@@ -115,7 +113,36 @@ class _ProblemState:
             log.exception("builtin: planning %s failed", problem.name)
             self.bug = traceback.format_exc(limit=20)
             return
-        self.torch_ops = list(plan[1].torch_ops)
+
+
+def menu_for(problem: Problem, exported: Exported | None, other: Exported | str | None = None,
+             options: dict[str, Any] | None = None) -> tuple[list[Any], list[str]]:
+    """The variants to try for ``problem``, in order, and the torch ops its plan keeps (``other`` and
+    ``options`` as for ``_plan``).
+
+    Where an algebraic rewrite fires (``_rewrite.py``) the menu is the rewritten plan's, then ``no-rewrites``
+    last: the first variant of the plan as traced, so the evaluator measures (and proves) the rewrite
+    against the plain lowering instead of assuming it is right and faster."""
+    from tritonsmith.agents.builtin._variants import Variant, variant_menu
+
+    traced, plan = _plan(problem, dict(options or {}), exported, other)
+    menu = variant_menu(plan)
+    if traced.rewrites:
+        try:
+            first = variant_menu(_plan(problem, {**(options or {}), "no_rewrites": True}, exported, other)[1])[0]
+        except UnsupportedError as exc:  # the plain lowering cannot be written: the rewrite is the only way
+            log.info("builtin: %s without rewrites is not writable: %s", problem.name, exc)
+        else:
+            menu.append(Variant("no-rewrites", f"the graph as traced, without the rewrites {', '.join(traced.rewrites)}"
+                                f" ({first.key}: {first.why})", {**first.options, "no_rewrites": True},
+                                first.overrides))
+    return menu, list(plan.torch_ops)
+
+
+def variant_label(variant: Any, traced: Any) -> str:
+    """How the emitted module's header names the variant (and the rewrites that shaped its graph)."""
+    label = f"{variant.key} ({variant.why})"
+    return label + (f"; rewrites: {', '.join(traced.rewrites)}" if traced.rewrites else "")
 
 
 def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
@@ -217,6 +244,8 @@ class BuiltinGenerator:
         kinds = ", ".join(sorted({g.kind for g in plan.groups if g.kind != "torch"}))
         note = f"builtin: {len([g for g in plan.groups if g.kind != 'torch'])} Triton kernel(s) ({kinds}); " \
                f"variant {variant.key}: {variant.why}"
+        if traced.rewrites:
+            note += f"; rewrites: {', '.join(traced.rewrites)}"
         if plan.torch_ops:
             note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
         note += "; shape-generic: the leading dimension is a run-time size" if plan.lead is not None else \
@@ -232,7 +261,7 @@ def _write(problem: Problem, state: _ProblemState, variant: Any) -> tuple[Any, A
 
     traced, plan = _plan(problem, variant.options, state.exported, state.other)
     source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
-                         f"{variant.key} ({variant.why})")
+                         variant_label(variant, traced))
     return traced, plan, source
 
 
