@@ -108,15 +108,15 @@ class _ProblemState:
         from tritonsmith.agents.builtin._shapes import other_lead
         from tritonsmith.agents.builtin._trace import leading_size
 
-        ref = leading_size(list(self.exported[1]))
-        self.other = "no tensor input has a leading dimension" if ref is None else \
-            _export_other(problem, other_lead(ref))
         try:
+            ref = leading_size(list(self.exported[1]))
+            self.other = "no tensor input has a leading dimension" if ref is None else \
+                _export_other(problem, other_lead(ref))
             self.menu, self.torch_ops = menu_for(problem, self.exported, self.other)
         except UnsupportedError as exc:
             self.error = str(exc)
             return
-        except Exception:  # a bug in lowering or partitioning: recorded as an error attempt, never raised
+        except Exception:  # a bug in lowering, partitioning or the menu: an error attempt, never raised
             log.exception("builtin: planning %s failed", problem.name)
             self.bug = traceback.format_exc(limit=20)
             return
