@@ -56,17 +56,24 @@ CASES: dict[str, Problem] = {
     "c2d_strided_view": _module("c2d_strided_view", "nn.Conv2d(3, 4, (2, 3), padding=(1, 0))", "2, 3, 9, 10",
                                 prologue="x.transpose(2, 3)"),
 }
-PURE = [name for name in CASES if name not in ("c2d_chain",)]
+
+
+# cases also run in another variant: name -> (case, variant key)
+OTHER_VARIANTS = {"t2d_outpad_groups_gather": ("t2d_outpad_groups", "conv-gather"),
+                  "t3d_s2_groups_gather": ("t3d_s2_groups", "conv-gather"),
+                  "c2d_chain_triton": ("c2d_chain", "conv-triton")}
 
 
 @pytest.fixture(scope="module")
 def generated() -> dict[str, Candidate]:
-    """The first candidate of each case; for the chain (cuDNN first) the ``conv-triton`` variant."""
+    """The first candidate of each case (the chain's is cuDNN + a Triton epilogue), and the variants of
+    ``OTHER_VARIANTS``: strided transposed convolutions in gather form, the chain as one Triton conv."""
     gen = BuiltinGenerator()
     out = {name: gen.generate(GenerationRequest(problem=p, iteration=0)) for name, p in CASES.items()
            if name != "c2d_chain"}
-    source, _ = _variant_source(CASES["c2d_chain"], "conv-triton")
-    out["c2d_chain"] = Candidate(source=source, note="conv-triton", variant="conv-triton")
+    for name, (case, key) in OTHER_VARIANTS.items():
+        source, _ = _variant_source(CASES[case], key)
+        out[name] = Candidate(source=source, note=key, variant=key)
     return out
 
 
@@ -79,11 +86,13 @@ def _variant_source(problem: Problem, key: str) -> tuple[str, Variant]:
 @pytest.fixture(scope="module")
 def interpreted(generated: dict[str, Candidate], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """All candidates checked in one interpreter subprocess (startup dominates the cost)."""
-    pairs = {name: (problem.source, generated[name].source) for name, problem in CASES.items()}
-    return run_on_interpreter(tmp_path_factory.mktemp("builtin_convgemm"), pairs)
+    pairs = {name: (CASES[OTHER_VARIANTS[name][0]] if name in OTHER_VARIANTS else CASES[name]).source
+             for name in generated}
+    return run_on_interpreter(tmp_path_factory.mktemp("builtin_convgemm"),
+                              {name: (ref, generated[name].source) for name, ref in pairs.items()})
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [n for n in CASES if n != "c2d_chain"] + list(OTHER_VARIANTS))
 def test_convolution_matches_reference_on_interpreter(name: str, generated: dict[str, Candidate],
                                                       interpreted: dict[str, Any]) -> None:
     cand = generated[name]
@@ -92,6 +101,11 @@ def test_convolution_matches_reference_on_interpreter(name: str, generated: dict
     assert "F.conv" not in cand.source and "hybrid" not in (cand.note or "")
     result = interpreted[name]
     assert result["ok"], result["detail"]
+    transposed = CASES[OTHER_VARIANTS[name][0] if name in OTHER_VARIANTS else name].source.count("ConvTranspose")
+    if transposed and name.endswith("_gather"):
+        assert "gather form" in cand.source and "uc0 % " in cand.source
+    elif transposed and "stride=" in CASES[name].source:
+        assert "by output phases" in cand.source  # the taps between input positions are never visited
 
 
 def test_pure_convolutions_are_written_in_triton_first() -> None:

@@ -12,16 +12,20 @@ Each program computes a BLOCK_M x BLOCK_N tile with fp32 accumulation through te
 precision keeps fp32 accuracy (``tf32x3``: three tf32 passes, as the matmul family; ``ieee`` a variant),
 then runs the bias and the elementwise chain after the convolution as its epilogue and stores NCHW output.
 
-Zero padding is a mask on the gathered loads. A transposed convolution is the same GEMM in gather form: output
-position ``o`` takes tap ``t`` from input position ``i = (o + p - t * d) / s`` where that is a whole number in
-range (masked otherwise), with the filter read as ``w[c_in, c_out, taps]``. Along a dimension of stride 1 the
-gather is a shifted window as in the forward case; along a strided one (s - 1) / s of the taps are masked.
+Zero padding is a mask on the gathered loads. A transposed convolution gathers too: output position ``o``
+takes tap ``t`` from input position ``i = (o + p - t * d) / s`` where that is a whole number in range, with the
+filter read as ``w[c_in, c_out, taps]``. By default it runs by output phases (the sub-pixel decomposition):
+the outputs with ``o % s == r`` form one implicit GEMM (grid axis 1: group x phase) over only the taps
+``t = t0(r) + u * s / gcd(s, d)`` that land on whole input positions, and there ``i = o // s + const - u * d /
+gcd(s, d)`` is a shifted window again. The gather form (``phases=False``, the ``conv-gather`` variant) visits
+every tap and masks the (s - 1) / s of them that fall between input positions.
 """
 
 from __future__ import annotations
 
 __all__ = ["ConvGeometry", "conv_geometry", "conv_kernel"]
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,6 +252,8 @@ def conv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
     for node in g.nodes[1:]:
         w.pointwise_line(node, epi, cache)
     epi += [w.store(o, FULL) for o in g.outputs]
+    if s.transposed and cfg.get("phases", True):
+        return _phase_kernel(w, s, (xptr, wptr), (bm, bn, bk), cfg, epi)
     row, _ = _row_base(s)
     wn = f"(grp * {s.cout_g} + rn) * {s.w[1][0]}" if not s.transposed else f"rn * {s.w[1][1]}"
     if not s.transposed and s.groups == 1:
@@ -283,8 +289,161 @@ def conv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
     return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers)
 
 
-def _describe(s: ConvGeometry) -> str:
-    kind = "Transposed convolution (gather form)" if s.transposed else "Convolution"
+def _phase_kernel(w: KernelWriter, s: ConvGeometry, ptrs: tuple[str, str], tiles: tuple[int, int, int],
+                  cfg: dict[str, Any], epi: list[str]) -> KernelSource:
+    """A transposed convolution as one implicit GEMM per (group, output phase): grid axis 1 runs over both."""
+    n, name = w.g.nodes[0], w.name
+    bm, bn, bk = tiles
+    body, m_text, axis1, ktot = _phase_body(s, w, ptrs, w.lead is not None and w.lead.batched(n), bn)
+    body += [f"v{n.id} = acc"] + epi
+    title = (f"{_describe(s, phases=True)}: implicit GEMM per group and output phase (o % stride), M = {m_text} "
+             f"(image x phase position), N = {s.cout_g} (output channels per group), K = {ktot} (input channels per "
+             f"group x the taps that reach whole input positions), fp32 accumulation with tensor-core dots "
+             f"(PRECISION), then {len(w.g.nodes) - 1} fused ops.")
+    src = (f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'PRECISION'])}):\n"
+           f"{w.docstring(title)}\n    K = {ktot}\n" + "".join(f"    {ln}\n" for ln in body))
+    grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.cout_g}, {bn}), {axis1})"
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "PRECISION": str(cfg.get("precision", "tf32x3")),
+            "num_warps": int(cfg.get("num_warps", 8)), "num_stages": int(cfg.get("num_stages", 3))}
+    launcher = w.launcher(grid, meta, f"Launch {name}_kernel: transposed convolution by output phases + "
+                                      f"{len(w.g.nodes) - 1} fused epilogue ops.")
+    return KernelSource(name, src, launcher, w.bases, list(w.g.outputs), w.helpers)
+
+
+def _describe(s: ConvGeometry, phases: bool = False) -> str:
+    kind = ("Transposed convolution (by output phases)" if phases else "Transposed convolution (gather form)") \
+        if s.transposed else "Convolution"
     return (f"{kind} {len(s.outs)}-D of [{s.batch}, {s.cin_g * s.groups}, {', '.join(map(str, s.ins))}] -> "
             f"[{s.batch}, {s.cout}, {', '.join(map(str, s.outs))}], kernel {list(s.kernel)}, stride {list(s.stride)}, "
             f"padding {list(s.padding)}, dilation {list(s.dilation)}, groups {s.groups}")
+
+
+# -- transposed convolutions by phases (sub-pixel decomposition) -----------------------------------------------
+def _phase_dims(s: ConvGeometry) -> list[tuple[int, int, int, int]]:
+    """Per spatial dim: (q, step, taps, dd). Output positions o = r + s * q fall into ``s`` phases r; in phase
+    r only the taps t = t0(r) + u * step (step = s / gcd(s, d)) reach whole input positions, and input
+    i = q + (r + p - t0 d) / s - u * dd (dd = d / gcd(s, d)). ``q`` positions per phase, ``taps`` = the most
+    taps u per phase."""
+    out = []
+    for o, k, st, d in zip(s.outs, s.kernel, s.stride, s.dilation, strict=True):
+        g = math.gcd(st, d)
+        step = st // g
+        out.append((-(-o // st), step, -(-k // step), d // g))
+    return out
+
+
+def _phase_head(s: ConvGeometry, i64: bool, m_text: str, dims: list[tuple[int, int, int, int]]) -> list[str]:
+    """Program ids (axis 1: group x phase), rows (image, q...), the phase ``r{j}`` of each strided dim, its
+    first tap ``f{j}`` (``K_j`` where no tap of the phase reaches the input) and input offset ``b{j}``."""
+    cast = ".to(tl.int64)" if i64 else ""
+    phases = math.prod(s.stride)
+    lines = ["pid = tl.program_id(0)", f"pid1 = tl.program_id(1){cast}"]
+    lines += [f"grp = pid1 // {phases}  # convolution group" if s.groups > 1 else "",
+              f"ph = pid1 % {phases}  # output phase: o % stride along every dim" if phases > 1 else "",
+              f"num_n = tl.cdiv({s.cout_g}, BLOCK_N)", "pid_m = pid // num_n", "pid_n = pid % num_n",
+              f"rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)){cast}  # image * phase positions + phase position",
+              "rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # output channel within the group",
+              "rk = tl.arange(0, BLOCK_K)", f"nmask = rn < {s.cout_g}"]
+    conds = [f"(rm < {m_text})"]
+    inner, pin = 1, 1
+    rows: list[str] = []
+    for j in range(len(s.outs) - 1, -1, -1):
+        q, step, _, _ = dims[j]
+        st, p, d, k = s.stride[j], s.padding[j], s.dilation[j], s.kernel[j]
+        qq = "rm" if inner == 1 else f"(rm // {inner})"
+        rows.insert(0, f"q{j} = {qq} % {q}  # position within the phase along spatial dim {j}")
+        inner *= q
+        if st == 1:
+            rows.insert(1, f"o{j} = q{j}")
+            rows.insert(2, f"b{j} = {p}  # input = o + p - t * d")
+            continue
+        ph = "ph" if pin == 1 else f"(ph // {pin})"
+        pin *= st
+        off = st * (-(-step * d // st) + 1)  # keeps the numerators >= 0: % and // then agree with floor
+        pick = [f"r{j} = {ph} % {st}  # phase along spatial dim {j}", f"f{j} = r{j} * 0 + {k}  # no tap yet"]
+        for cand in range(step - 1, -1, -1):  # the one tap in [0, step) whose product lands on a whole position
+            pick.append(f"f{j} = tl.where(((r{j} + {p + off - cand * d}) % {st}) == 0, {cand}, f{j})")
+        boff = st * k * d
+        pick.append(f"b{j} = (r{j} + {p + boff} - f{j} * {d}) // {st} - {boff // st}  # (r + p - t0 d) / s, exact")
+        pick.append(f"o{j} = r{j} + q{j} * {st}  # output position")
+        rows[1:1] = pick
+        if s.outs[j] % st:
+            conds.append(f"(o{j} < {s.outs[j]})")
+    lines += rows
+    if s.batch > 1:
+        lines.append(f"img = rm // {inner}  # image")
+    lines.append(f"mmask = {' & '.join(conds)}")
+    return [ln for ln in lines if ln]
+
+
+def _phase_addresses(s: ConvGeometry, dims: list[tuple[int, int, int, int]]) -> tuple[list[str], list[str]]:
+    """(lines before the K loop: the per-row input origin ``xm`` and the filter's phase offset ``wt0``;
+    lines inside it: the column split into channel ``c`` and taps ``u{j}``, column addresses and masks)."""
+    xs, (ws, woff) = s.x[1], (s.w[1], s.w[2])
+    terms = ([_term("img", xs[0])] if s.batch > 1 else []) + ([_term("grp", s.cin_g * xs[1])] if s.groups > 1 else [])
+    for j in range(len(s.outs)):
+        terms.append(_term(f"(q{j} + b{j})", xs[2 + j]))
+    if s.x[2]:
+        terms.append(str(s.x[2]))
+    pre = [f"xm = {_sum(terms)}  # input address of each row's first tap", "wt0 = " + _sum(
+        [_term(f"f{j}", ws[2 + j]) for j in range(len(s.outs)) if s.stride[j] > 1] +
+        ([_term("grp", s.cin_g * ws[0])] if s.groups > 1 else []) + ([str(woff)] if woff else []) + ["rn * 0"]) +
+        "  # filter address of the phase's first taps"]
+    taps = math.prod(t for _, _, t, _ in dims)
+    loop = ["k = k0 + rk", f"c = k // {taps}  # input channel within the group" if taps > 1 else "c = k"]
+    inner = 1
+    xk: list[str | None] = [_term("c", xs[1])]
+    wk: list[str | None] = [_term("c", ws[0])]
+    kconds = ["(k < K)"]
+    for j in range(len(s.outs) - 1, -1, -1):
+        _, step, t, dd = dims[j]
+        if t == 1:
+            continue
+        q = "k" if inner == 1 else f"(k // {inner})"
+        loop.append(f"u{j} = {q} % {t}  # tap of the phase along spatial dim {j}")
+        inner *= t
+        xk.append(_term(f"u{j}", -dd * xs[2 + j]))
+        wk.append(_term(f"u{j}", step * ws[2 + j]))
+        if s.stride[j] > 1:  # t0 + u * step may pass the filter's end (or the phase has no tap: t0 = K)
+            kconds.append(f"(f{j} + u{j} * {step} < {s.kernel[j]})")
+    for j in range(len(s.outs)):
+        if s.stride[j] > 1 and dims[j][2] == 1:
+            kconds.append(f"(f{j} + k * 0 < {s.kernel[j]})")  # a block: the mask must be one
+    loop += [f"xk = {_sum(xk)}", f"wk = {_sum(wk)}", f"kmask = {' & '.join(kconds)}"]
+    conds = ["mmask[:, None]", "kmask[None, :]"]
+    for j in range(len(s.outs)):
+        dd, t = dims[j][3], dims[j][2]
+        shift = _term(f"u{j}[None, :]", dd) if t > 1 else None
+        loop.append(f"i{j} = (q{j} + b{j})[:, None]" + (f" - {shift}" if shift else "") +
+                    f"  # input position along spatial dim {j}")
+        conds += [f"(i{j} >= 0)", f"(i{j} < {s.ins[j]})"]
+    loop.append(f"amask = {' & '.join(conds)}")
+    return pre, loop
+
+
+def _phase_body(s: ConvGeometry, w: KernelWriter, ptrs: tuple[str, str], batched: bool,
+                bn: int) -> tuple[list[str], str, int, int]:
+    """Kernel lines up to the accumulator of a transposed convolution by phases: (lines, rows as text, grid
+    axis 1, K per phase)."""
+    dims = _phase_dims(s)
+    rows = s.batch * math.prod(q for q, _, _, _ in dims)
+    m_text = w.size(rows, batched)
+    pre, loop = _phase_addresses(s, dims)
+    ktot = s.cin_g * math.prod(t for _, _, t, _ in dims)
+    xptr, wptr = ptrs
+    wmask = "kmask[:, None]" + (" & nmask[None, :]" if s.cout_g % bn else "")
+    body = _phase_head(s, w.idx64, m_text, dims) + pre + [
+        "acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+        f"wn = wt0 + rn * {s.w[1][1]}  # filter address of each output channel",
+        "for k0 in range(0, K, BLOCK_K):"] + [f"    {ln}" for ln in loop] + [
+        f"    xa = tl.load({xptr} + xm[:, None] + xk[None, :], mask=amask, other=0.0)",
+        f"    wb = tl.load({wptr} + wk[:, None] + wn[None, :], mask={wmask}, other=0.0)",
+        "    # fp32 inputs: \"tf32x3\" (three tensor-core passes) or \"ieee\" keep fp32 accuracy; tf32 would not",
+        "    acc = tl.dot(xa, wb, acc, input_precision=PRECISION)"]
+    sp = _sum([_term(f"o{j}", math.prod(s.outs[j + 1:])) for j in range(len(s.outs))])
+    co = "grp * {} + rn".format(s.cout_g) if s.groups > 1 else "rn"
+    body += [f"co = {co}  # output channel", f"sp = {sp}  # output position",
+             (f"lin = (img[:, None] * {s.cout} + co[None, :]) * {s.positions} + sp[:, None]" if s.batch > 1
+              else f"lin = co[None, :] * {s.positions} + sp[:, None]"),
+             "mask = mmask[:, None] & nmask[None, :]"]
+    return body, m_text, s.groups * math.prod(s.stride), ktot

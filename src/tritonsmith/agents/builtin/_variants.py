@@ -83,10 +83,7 @@ def _conv_config(g: Group) -> dict[str, Any]:
     for s in n.attrs["kernel"]:
         k *= s
     bn = min(64, max(16, next_pow2(cout_g)))
-    # a strided transposed conv computes its gather indices per element of the A tile: 128x32 of them spilled
-    # 38 registers on 4 warps (sm_90 AOT, KernelBench 75_conv_transposed_2D), 128x16 on 8 warps none
-    gather = bool(n.attrs["transposed"]) and any(s > 1 for s in n.attrs["stride"])
-    return {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 16 if gather or k <= 16 else 32, "num_warps": 8,
+    return {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 16 if k <= 16 else 32, "num_warps": 8,
             "num_stages": 3, "precision": "tf32x3"}
 
 
@@ -97,6 +94,13 @@ def _conv_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
     # 128x128 tiles spilled 52 registers on KernelBench 50_conv_standard_2D (11x11 filter, sm_90 AOT): not offered
     out = [Variant("conv-64x64", "64x64 convolution tiles, 4 warps, 3 stages (more programs)", base_opts,
                    {CONVS: {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}})]
+    if any(g.kind == CONVS and g.nodes[0].attrs["transposed"] and any(s > 1 for s in g.nodes[0].attrs["stride"])
+           for g in plan.groups):
+        # the gather form computes its indices per element of the A tile: 128x32 of them spilled 38 registers
+        # on 4 warps (sm_90 AOT, KernelBench 75_conv_transposed_2D), 128x16 on 8 warps none
+        out.append(Variant("conv-gather", "strided transposed convolutions in gather form (every tap, those between "
+                           "input positions masked) instead of by output phases", base_opts,
+                           {CONVS: {"phases": False, "BLOCK_K": 16}}))
     out.append(Variant("conv-cudnn", "the convolutions as torch (cuDNN) calls, the rest in Triton",
                        {**base_opts, "conv": "torch"}, {}))
     return out
