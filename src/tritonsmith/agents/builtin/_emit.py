@@ -12,6 +12,7 @@ from tritonsmith.agents.builtin._ir import EXTERN, INPUT, PARAM, VIEW, Node, Uns
 from tritonsmith.agents.builtin._kernelbase import KernelSource
 from tritonsmith.agents.builtin._kernels import kernel_for
 from tritonsmith.agents.builtin._partition import TORCH, Plan, resolve_base
+from tritonsmith.agents.builtin._shapes import NotGeneric
 from tritonsmith.agents.builtin._trace import TracedProblem
 from tritonsmith.agents.builtin._variants import group_config
 
@@ -30,6 +31,33 @@ import triton
 import triton.language as tl
 '''
 
+# Shape-generic modules (``Plan.lead``): the launchers read the leading size from their inputs.
+_GENERIC = "Kernels take the leading (batch) dimension at run time; the launchers check every other size."
+
+_EXPECT_GENERIC = '''
+
+def _lead(t: torch.Tensor, per: int, limit: int, what: str) -> int:
+    """The leading (batch) size of this call: ``t``'s first dimension is ``per`` times it, at most ``limit``
+    (the largest size the kernels index without overflow)."""
+    n = t.shape[0] if t.dim() else 0
+    if n < per or n % per:
+        raise ValueError(f"{what}: expected a first dimension that is a positive multiple of {per}, got shape "
+                         f"{tuple(t.shape)}")
+    if n // per > limit:
+        raise ValueError(f"{what}: leading size {n // per} is larger than {limit}, the most these kernels index")
+    return n // per
+
+
+def _expect(t: torch.Tensor, shape: tuple, strides: tuple, what: str) -> None:
+    """The kernels take the leading size at run time; every other size and stride is the one seen when they
+    were generated: check them."""
+    if tuple(t.shape) != shape:
+        raise ValueError(f"{what}: expected shape {shape}, got {tuple(t.shape)} (only the leading dimension may "
+                         "change)")
+    if any(s != e for s, e, n in zip(t.stride(), strides, shape) if n > 1):
+        raise ValueError(f"{what}: expected strides {strides}, got {tuple(t.stride())}")
+'''
+
 _EXPECT = '''
 
 def _expect(t: torch.Tensor, shape: tuple, strides: tuple, what: str) -> None:
@@ -43,7 +71,21 @@ def _expect(t: torch.Tensor, shape: tuple, strides: tuple, what: str) -> None:
 
 def emit_module(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfgs: dict[str, dict[str, Any]],
                 variant: str) -> str:
-    """The full candidate source. ``cfgs`` maps a group kind to its launch configuration."""
+    """The full candidate source. ``cfgs`` maps a group kind to its launch configuration.
+
+    Shape-generic where ``plan.lead`` is set; where a kernel of this configuration cannot take the leading
+    size at run time (``NotGeneric``), the whole module is written for the reference's shapes instead and
+    ``plan`` records why (``lead`` None, ``static_reason``)."""
+    if plan.lead is not None:
+        try:
+            return _emit(problem_name, source, traced, plan, cfgs, variant)
+        except NotGeneric as exc:
+            plan.lead, plan.static_reason = None, str(exc)
+    return _emit(problem_name, source, traced, plan, cfgs, variant)
+
+
+def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfgs: dict[str, dict[str, Any]],
+          variant: str) -> str:
     kernels: dict[int, KernelSource] = {}
     counters: dict[str, int] = {}
     for g in plan.groups:
@@ -57,7 +99,11 @@ def emit_module(problem_name: str, source: str, traced: TracedProblem, plan: Pla
     if plan.torch_ops:
         hybrid = (f"Hybrid: these ops stay torch calls (no Triton kernel for them here): "
                   f"{', '.join(plan.torch_ops)}; the elementwise work after them is fused into Triton.\n")
-    parts = [_HEADER.format(name=problem_name, variant=variant, hybrid=hybrid), _EXPECT]
+    header = _HEADER.format(name=problem_name, variant=variant, hybrid=hybrid)
+    if plan.lead is not None:
+        header = header.replace("Kernels were generated for the reference's shapes; the launchers check them.",
+                                _GENERIC)
+    parts = [header, _EXPECT_GENERIC if plan.lead is not None else _EXPECT]
     parts += ["\n\n" + HELPERS[h] for h in helpers]
     if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):
         parts.append(TO_CHANNELS_LAST)
@@ -217,7 +263,7 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
             if how == "slice":
                 cut = [":"] * a.attrs["dim"] + [f"{a.attrs['start']}:{a.attrs['end']}:{a.attrs['step']}"]
                 return f"{src}[{', '.join(cut)}]"
-            return f"{src}.{'expand' if how == 'expand' else 'view'}({tuple(a.shape)})"
+            return f"{src}.{'expand' if how == 'expand' else 'view'}({_view_shape(a, plan)})"
         raise UnsupportedError(f"internal error: {a} is not available in forward")
 
     shared: dict[str, str] = {}  # a torch call with several outputs (an LSTM's): its result's name
@@ -247,3 +293,14 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
             expr(resolve_base(o, plan.owner)) for o in traced.graph.outputs]
     lines.append(f"        return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ')'}")
     return "\n".join(lines) + "\n"
+
+
+def _view_shape(a: Node, plan: Plan) -> str:
+    """The shape of a view the forward takes: the reference's, or with ``-1`` first where it follows the
+    leading size (a reshape infers it; an expand keeps the source's)."""
+    lead = plan.lead
+    if lead is None or not lead.batched(a):
+        return str(tuple(a.shape))
+    if a.attrs["how"] == "expand" and not (lead.batched(a.args[0]) and a.args[0].shape[0] == a.shape[0]):
+        raise NotGeneric(f"the forward expands a value to the leading size ({list(a.shape)})")
+    return str((-1, *a.shape[1:]))

@@ -1,5 +1,5 @@
 """The small graph the built-in generator works on: tensors, pointwise ops, reductions, matmuls, pooling
-windows, scans, torch calls.
+windows, scans, convolutions, torch calls.
 
 Every value has a static shape (KernelBench shapes are fixed; the emitted module checks them at run
 time). Reductions always keep their dimensions; ``keepdim=False`` is a reduction followed by a view.
@@ -26,6 +26,8 @@ EXTERN = "extern"  # a torch call kept as is (``attrs['call']`` formats it)
 WINDOW = "window"  # pooling, ``op`` in max/avg; attrs kernel/stride/padding/dilation: one entry per input dim;
 #                    or depthwise conv, ``op`` dwconv, args (x, weight), those attrs per spatial dim, ``mult``
 SCAN = "scan"      # inclusive scan along ``dims[0]`` (same shape as its input); ``op`` in sum/prod
+CONV = "conv"      # dense / grouped / transposed convolution without bias, args (x, weight); attrs per spatial
+#                    dim: kernel, stride, padding, dilation, output_padding; and groups, transposed
 
 REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
 
@@ -137,3 +139,25 @@ class Lowering(Protocol):
     # select / slice: a view whose strides come from applying ``fn`` to a meta tensor of ``x``'s layout
     def _view_like(self, x: Node, shape: tuple[int, ...], how: str, fn: Callable[[Any], Any],
                    **attrs: Any) -> Node: ...
+
+
+@dataclass(frozen=True)
+class Lead:
+    """The leading (batch-like) size as a run-time value of the kernels (``_shapes.generic_lead``).
+
+    ``ref`` is the reference's leading size; ``scale[node id] = c`` for every value whose first dimension
+    is ``c * lead`` at any leading size ``lead`` (its other dimensions, strides and offset never change).
+    Values not in ``scale`` have the same shape at every leading size.
+    """
+
+    ref: int
+    scale: dict[int, int]
+
+    def batched(self, n: Node) -> bool:
+        return n.id in self.scale
+
+    def per_lead(self, value: int) -> int:
+        """``value`` (a size at the reference's leading size that scales with it) divided by that size."""
+        if value % self.ref:
+            raise UnsupportedError(f"internal error: size {value} does not scale with the leading size {self.ref}")
+        return value // self.ref

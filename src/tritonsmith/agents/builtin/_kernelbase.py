@@ -9,14 +9,15 @@ import this module and never each other; ``_kernels.kernel_for`` picks the famil
 from __future__ import annotations
 
 __all__ = ["KernelSource", "KernelWriter", "WindowDim", "describe", "describe_external", "fill_expr", "next_pow2",
-           "row_index_lines"]
+           "row_index_lines", "tuple_text"]
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
-from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Node, UnsupportedError, is_fill, numel
+from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Lead, Node, UnsupportedError, is_fill, numel
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout, resolve_base
+from tritonsmith.agents.builtin._shapes import NotGeneric
 
 _IDX64_AT = (1 << 31) - (1 << 24)
 
@@ -53,6 +54,23 @@ class KernelWriter:
         # walk order of a FULL-rank index, slowest dim first (conv-cl: channels-last memory order)
         self.order: tuple[int, ...] | None = None
         self.out_format = ""  # "" (contiguous) or a torch memory format the outputs are allocated in
+        # shape-generic: the kernel takes the leading size ``lead`` at run time (None: the reference's shapes)
+        self.lead: Lead | None = plan.lead if plan.lead is not None and any(
+            plan.lead.batched(n) for n in group.nodes) else None
+
+    def size(self, value: int, scaled: bool = True) -> str:
+        """Size ``value`` (at the reference's shapes) as kernel or launcher text: the literal, or ``lead * c``
+        where the kernel is shape-generic and ``scaled`` says the size follows the leading one."""
+        if self.lead is None or not scaled:
+            return str(value)
+        c = self.lead.per_lead(value)
+        return "lead" if c == 1 else f"lead * {c}"
+
+    def shape_text(self, n: Node) -> str:
+        """``n``'s shape as launcher text (its first dimension ``lead * c`` where it follows the leading size)."""
+        if self.lead is None or not self.lead.batched(n):
+            return str(tuple(n.shape))
+        return tuple_text([self.size(n.shape[0]), *map(str, n.shape[1:])])
 
     def base_ptr(self, base: Node) -> str:
         if base.id not in self.ptr:
@@ -158,7 +176,8 @@ class KernelWriter:
 
     def signature(self, constexprs: list[str], extra_ptrs: tuple[str, ...] = ()) -> str:
         ptrs = [self.ptr[b.id] for b in self.bases] + [f"out{i}_ptr" for i in range(len(self.g.outputs))]
-        return ", ".join(ptrs + list(extra_ptrs) + [f"{c}: tl.constexpr" for c in constexprs])
+        runtime = ["lead"] if self.lead is not None else []  # the leading size, a run-time argument
+        return ", ".join(ptrs + list(extra_ptrs) + runtime + [f"{c}: tl.constexpr" for c in constexprs])
 
     def docstring(self, title: str) -> str:
         math = "\n".join(f"        {describe(n)}" for n in self.g.nodes if n.kind != VIEW)
@@ -170,34 +189,57 @@ class KernelWriter:
         return self.launcher_multi([(f"{self.name}_kernel", grid, meta)], comment)
 
     def launcher_multi(self, launches: list[tuple[str, str, dict[str, int | str]]], comment: str,
-                       workspace: dict[str, tuple[tuple[int, ...], str]] | None = None,
+                       workspace: dict[str, tuple[tuple[int | str, ...], str]] | None = None,
                        own_args: dict[int, list[str]] | None = None) -> str:
         """Validate the inputs, allocate outputs (and scratch ``workspace``: name -> (shape, dtype)), then
         launch each (kernel, grid, constexprs) in order: with the inputs, outputs and scratch tensors as
-        arguments, or with ``own_args[i]`` for launch ``i``."""
+        arguments (and the leading size, for a shape-generic kernel), or with ``own_args[i]`` for launch ``i``."""
         args = [f"a{i}" for i in range(len(self.bases))]
         if not args:
             raise UnsupportedError(f"{self.name} would read no tensor: its outputs are constants")
         lines = [f"def {self.name}({', '.join(f'{a}: torch.Tensor' for a in args)}):",
                  f'    """{comment}"""']
+        if self.lead is not None:
+            lines.append(self._lead_line(args))
         for a, b in zip(args, self.bases, strict=True):
-            lines.append(f"    _expect({a}, {tuple(b.shape)}, {tuple(layout(b, self.plan.owner)[1])}, '{a}')")
+            lines.append(f"    _expect({a}, {self.shape_text(b)}, {tuple(layout(b, self.plan.owner)[1])}, '{a}')")
         dev = args[0] if args else "None"
         outs = []
         for i, o in enumerate(self.g.outputs):
             outs.append(f"out{i}")
             fmt = f", memory_format={self.out_format}" if self.out_format else ""
-            lines.append(f"    out{i} = torch.empty({tuple(o.shape)}, device={dev}.device, dtype={o.dtype}{fmt})")
+            lines.append(f"    out{i} = torch.empty({self.shape_text(o)}, device={dev}.device, dtype={o.dtype}{fmt})")
         scratch = []
         for wname, (shape, dtype) in (workspace or {}).items():
             scratch.append(wname)
-            lines.append(f"    {wname} = torch.empty({shape}, device={dev}.device, dtype={dtype})  # scratch")
+            lines.append(f"    {wname} = torch.empty({tuple_text(list(map(str, shape)))}, device={dev}.device, "
+                         f"dtype={dtype})  # scratch" if self.lead is not None else
+                         f"    {wname} = torch.empty({shape}, device={dev}.device, dtype={dtype})  # scratch")
         for i, (kernel, grid, meta) in enumerate(launches):
             kw = ", ".join(f"{k}={v!r}" for k, v in meta.items())
-            call_args = (own_args or {}).get(i, args + outs + scratch)
+            call_args = (own_args or {}).get(i, args + outs + scratch + (["lead"] if self.lead is not None else []))
             lines.append(f"    {kernel}[{grid}]({', '.join(call_args)}, {kw})")
         lines.append(f"    return {', '.join(outs)}")
         return "\n".join(lines) + "\n"
+
+    def _lead_line(self, args: list[str]) -> str:
+        """``lead = _lead(...)``: the leading size, read from the first input whose size follows it, with the
+        largest size the kernel's indices hold (32-bit unless it was written with 64-bit ones)."""
+        lead = self.lead
+        assert lead is not None
+        src = next((i for i, b in enumerate(self.bases) if lead.batched(b)), None)
+        if src is None:
+            raise NotGeneric(f"{self.name} writes values whose size follows the leading size from no such input")
+        sized = [n for n in [*self.g.nodes, *self.bases, *self.g.outputs] if lead.batched(n)]
+        per = max(lead.per_lead(numel(n.shape)) for n in sized)
+        limit = ((1 << 62) if self.idx64 else _IDX64_AT - 1) // per
+        c = lead.scale[self.bases[src].id]
+        return f"    lead = _lead({args[src]}, {c}, {limit}, '{args[src]}')  # the leading size of this call"
+
+
+def tuple_text(items: list[str]) -> str:
+    """Python text of a tuple of expressions (as ``repr`` writes a tuple of ints)."""
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 def fill_expr(n: Node, idx: str) -> str:
@@ -224,8 +266,9 @@ def describe_external(a: Node) -> str:
 
 
 # -- shared by row and scan kernels ------------------------------------------------------------
-def row_index_lines(g: Group, i64: bool) -> tuple[list[str], str]:
-    """Lines computing the kept part of the row-major index, and the expression of the reduced part."""
+def row_index_lines(g: Group, i64: bool, rows: str | None = None) -> tuple[list[str], str]:
+    """Lines computing the kept part of the row-major index, and the expression of the reduced part;
+    ``rows``: the number of rows as kernel text (default: the literal)."""
     dom = g.domain
     assert dom is not None
 
@@ -240,7 +283,7 @@ def row_index_lines(g: Group, i64: bool) -> tuple[list[str], str]:
 
     pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
     lines = [f"k = {pid} * BLOCK_K + tl.arange(0, BLOCK_K)[:, None]",
-             f"kmask = k < {dom.k}",
+             f"kmask = k < {rows or dom.k}",
              f"kbase = {part('k', dom.kept_runs)}"]
     return lines, part("r", dom.red_runs)
 

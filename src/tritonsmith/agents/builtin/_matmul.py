@@ -18,6 +18,7 @@ from tritonsmith.agents.builtin._exprs import broadcast_strides
 from tritonsmith.agents.builtin._ir import Node
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
+from tritonsmith.agents.builtin._shapes import NotGeneric
 
 _SWIZZLE = """    pid = tl.program_id(0)
     bid = tl.program_id(1){i64}
@@ -78,6 +79,11 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     head = _SWIZZLE.format(i64=i64)
     kp = -(-s.k // bk) * bk
     pad = bool(cfg.get("pad")) and prec != "3xtf32"
+    batched = w.lead is not None and w.lead.batched(mm)
+    m_text = w.size(s.m, batched and len(mm.shape) == 2)  # a linear layer: M is the batch (times a size)
+    b_text = w.size(s.bsz, batched and len(mm.shape) == 3)  # a batched matmul: the batch is the leading size
+    if (pad or prec == "3xtf32") and m_text != str(s.m):
+        raise NotGeneric("the staging kernels of zero-padded or tf32 hi/lo operands take M as a compile-time size")
     if prec == "3xtf32":
         loop, extra = _split3_loop(s, bm, bn, kp), ("wa_ptr", "wb_ptr")
         what = ("3xTF32: operands pre-split into tf32 hi + lo parts (zero-padded, aligned); C = A_hi B_lo + "
@@ -91,11 +97,11 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     src = (f"@triton.jit\ndef {name}_kernel("
            f"{w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'GROUP_M', 'PRECISION'], extra)}):\n"
            f"{w.docstring(title)}\n"
-           f"    M, N, K = {s.m}, {s.n}, {s.k}\n" + head + loop +
+           f"    M, N, K = {m_text}, {s.n}, {s.k}\n" + head + loop +
            "    mask = (rm[:, None] < M) & (rn[None, :] < N)\n"
            "    lin = bid * (M * N) + rm[:, None] * N + rn[None, :]\n"
            f"    v{mm.id} = acc\n" + "".join(f"    {line}\n" for line in epi))
-    grid = f"(triton.cdiv({s.m}, {bm}) * triton.cdiv({s.n}, {bn}), {s.bsz})"
+    grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.n}, {bn}), {b_text})"
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg.get("GROUP_M", 8)),
             "PRECISION": "tf32" if prec == "3xtf32" else prec, "num_warps": int(cfg.get("num_warps", 8)),
             "num_stages": int(cfg.get("num_stages", 3))}
@@ -103,7 +109,7 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     if prec != "3xtf32" and not pad:
         return KernelSource(name, src, w.launcher(grid, meta, comment), w.bases, list(g.outputs), w.helpers)
     helper = "_pad_copy_kernel" if pad else "_tf32_split_kernel"
-    launcher = _staged_launcher(w, s, helper, bm, bn, bk, (f"{name}_kernel", grid, meta), comment)
+    launcher = _staged_launcher(w, s, helper, (bm, bn, bk), b_text, (f"{name}_kernel", grid, meta), comment)
     return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers | {helper})
 
 
@@ -171,12 +177,16 @@ def _padded_loop(s: MatmulShapes, bm: int, bn: int, kp: int) -> str:
 """
 
 
-def _staged_launcher(w: KernelWriter, s: MatmulShapes, helper: str, bm: int, bn: int, bk: int,
-                     main: tuple[str, str, dict[str, int | str]], comment: str) -> str:
+def _staged_launcher(w: KernelWriter, s: MatmulShapes, helper: str, tiles: tuple[int, int, int], b_text: str,
+                     main: tuple[str, str, dict[str, Any]], comment: str) -> str:
     """Stage both operands into zero-padded scratch with ``helper`` (``_tf32_split_kernel``: hi/lo parts,
-    twice the width; ``_pad_copy_kernel``: a plain copy), then launch the matmul on the scratch."""
+    twice the width; ``_pad_copy_kernel``: a plain copy), then launch the matmul on the scratch. ``b_text``:
+    the batch as launcher text (a batched operand's scratch then holds as many batches as the call)."""
+    bm, bn, bk = tiles
     kp = -(-s.k // bk) * bk
-    mp, np_, ba, bb = _staged_dims(s, bm, bn, kp)
+    mp, np_, ba_i, bb_i = _staged_dims(s, bm, bn, kp)
+    ba = b_text if ba_i > 1 and b_text != str(s.bsz) else ba_i
+    bb = b_text if bb_i > 1 and b_text != str(s.bsz) else bb_i
     args = [f"a{w.bases.index(s.a[0])}", f"a{w.bases.index(s.b[0])}"]
     (sab, sam, sak), (sbb, sbk, sbn) = s.a[1], s.b[1]
     pre, parts = 64, 2 if helper == "_tf32_split_kernel" else 1

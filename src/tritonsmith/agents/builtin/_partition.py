@@ -1,5 +1,5 @@
 """Fusion groups: consecutive pointwise ops, reductions sharing one set of rows, a matmul or a pooling
-window with the pointwise chain after it (its epilogue), a scan with the pointwise ops before and after
+window or a convolution with the pointwise chain after it (its epilogue), a scan with the pointwise ops before and after
 it along the same rows, and torch calls kept as they are (the hybrid policy).
 
 Constant fills belong to no group: every reader inlines the value. A concatenation starts a pointwise group
@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 import torch
 
 from tritonsmith.agents.builtin._ir import (
-    EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Node, UnsupportedError, contiguous_strides,
-    is_fill, numel,
+    CONV, EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lead, Node, UnsupportedError,
+    contiguous_strides, is_fill, numel,
 )
 
 __all__ = ["Group", "Plan", "RowDomain", "apply_view", "layout", "partition", "resolve_base"]
 
 POINTWISE, ROW, MATMUL, TORCH = "pointwise", "row", "matmul", "torch"
 WINDOWS, SCANS = "window", "scan"  # group kinds of pooling windows and of scans
+CONVS = "conv"  # group kind of an implicit-GEMM convolution (its elementwise chain as epilogue)
 FULL, KEPT = "full", "kept"
 
 
@@ -104,6 +105,9 @@ class Plan:
     groups: list[Group]
     owner: dict[int, Group]
     torch_ops: list[str]
+    # the leading size as a run-time value (shape-generic kernels), or None: kernels for the reference's shapes
+    lead: Lead | None = None
+    static_reason: str = ""  # why the kernels are shape-specialised (empty when ``lead`` is set or asked for)
 
     def group_of(self, node: Node) -> Group | None:
         return self.owner.get(node.id)
@@ -153,6 +157,9 @@ class _Partitioner:
             return
         if n.kind == MM:
             self._new(MATMUL, n, n.numel, rank=FULL)
+            return
+        if n.kind == CONV:  # reads windows of its input across channels: the input must be in memory
+            self._new(CONVS, n, n.numel, rank=FULL)
             return
         if n.kind == WINDOW:  # reads a window around each output: its input must be in memory
             self._new(WINDOWS, n, n.numel, rank=FULL)
@@ -216,7 +223,7 @@ class _Partitioner:
         if any(not g.has(a) and g.has(resolve_base(a, self.owner)) for a in n.node_args()):
             return None  # reads a permuted/sliced view of g's own value: only after g has stored it
         internal = [a for a in n.node_args() if g.has(a)]
-        if g.kind in (POINTWISE, MATMUL, WINDOWS, SCANS):
+        if g.kind in (POINTWISE, MATMUL, WINDOWS, SCANS, CONVS):
             return FULL if n.numel == g.numel else None
         dom = g.domain
         assert dom is not None

@@ -29,8 +29,8 @@ def pointwise_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Ke
     src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):",
            w.docstring(f"Elementwise over {g.numel} elements{order}: one program per BLOCK of them."),
            f"    lin = {pid} * BLOCK + tl.arange(0, BLOCK)",
-           f"    mask = lin < {g.numel}"] + [f"    {line}" for line in body]
-    launcher = w.launcher(f"(triton.cdiv({g.numel}, {block}),)",
+           f"    mask = lin < {w.size(g.numel)}"] + [f"    {line}" for line in body]
+    launcher = w.launcher(f"(triton.cdiv({w.size(g.numel)}, {block}),)",
                           {"BLOCK": block, "num_warps": int(cfg.get("num_warps", 4))},
                           f"Launch {name}_kernel: {len(g.nodes)} fused elementwise ops.")
     return KernelSource(name, "\n".join(src) + "\n", launcher, w.bases, list(g.outputs), w.helpers)

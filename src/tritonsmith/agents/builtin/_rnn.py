@@ -109,10 +109,10 @@ def lower_rnn(lw: _Lowering, fx: Any, kind: str, x: Node, hx: Any, params: Any, 
         state = f"({refs[1]}, {refs[2]})" if kind == "lstm" else refs[1]
     else:  # zero initial states, as the module makes them
         dirs = 2 if bidirectional else 1
-        batch = x.shape[0] if batch_first else x.shape[1]
-        zeros = [f"{refs[0]}.new_zeros({(num_layers * dirs, batch, proj or hidden)})"]
+        batch = f"{refs[0]}.shape[{0 if batch_first else 1}]"  # the input's batch, whatever its size
+        zeros = [f"{refs[0]}.new_zeros(({num_layers * dirs}, {batch}, {proj or hidden}))"]
         if kind == "lstm":
-            zeros.append(f"{refs[0]}.new_zeros({(num_layers * dirs, batch, hidden)})")
+            zeros.append(f"{refs[0]}.new_zeros(({num_layers * dirs}, {batch}, {hidden}))")
         state = f"({', '.join(zeros)})" if kind == "lstm" else zeros[0]
     weights = f"[{', '.join(refs[1 + len(hx):])}]"
     call = (f"torch.{kind}({refs[0]}, {state}, {weights}, {has_biases}, {num_layers}, {float(dropout)}, {train}, "

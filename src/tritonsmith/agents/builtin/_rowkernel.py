@@ -270,7 +270,7 @@ class _RowWriter:
 
     def kernel_text(self, kname: str, body: list[str], constexprs: list[str], extra: tuple[str, ...],
                     title: str) -> str:
-        idx_lines, rpart = row_index_lines(self.g, self.w.idx64)
+        idx_lines, rpart = row_index_lines(self.g, self.w.idx64, self.w.size(self.dom.k))
         body = idx_lines + [line.replace("RPART", rpart) for line in body]
         return "\n".join([f"@triton.jit\ndef {kname}({self.w.signature(constexprs, extra)}):",
                           self.w.docstring(title)] + [f"    {line}" for line in body]) + "\n"
@@ -304,7 +304,7 @@ def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSo
                           f"dims {list(dom.dims)}); {mode}.")
     meta = {"BLOCK_K": block_k, "BLOCK_R": block_r, "num_warps": int(cfg.get("num_warps", 4))}
     nred = len([n for n in g.nodes if n.kind == REDUCE])
-    launcher = rw.w.launcher(f"(triton.cdiv({dom.k}, {block_k}),)", meta,
+    launcher = rw.w.launcher(f"(triton.cdiv({rw.w.size(dom.k)}, {block_k}),)", meta,
                              f"Launch {name}_kernel: {nred} reductions, {len(g.nodes)} ops.")
     return KernelSource(name, text, launcher, rw.w.bases, list(g.outputs), rw.w.helpers)
 
@@ -332,7 +332,7 @@ def _one_pass_body(rw: _RowWriter, body: list[str]) -> None:
 
 def _combine(rw: _RowWriter, reds: list[Node], slot: dict[int, int]) -> list[str]:
     """Kept values of ``reds`` from the SPLIT chunk partials in the workspace."""
-    k_total = rw.dom.k
+    k_total = rw.w.size(rw.dom.k)
     out: list[str] = []
 
     def load(n: Node, other: str) -> str:
@@ -379,7 +379,8 @@ def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) 
             body += _combine(rw, prev, slot)
             rw.emit_kept(prev_level, body)
         body += rw.walk(reds, [], "rlo + ", "CHUNK")
-        body += [f"tl.store(ws_ptr + ({slot[r.id]} * {dom.k} + k) * SPLIT + c, v{r.id}, mask=kmask)  # partial"
+        rows = rw.w.size(dom.k)
+        body += [f"tl.store(ws_ptr + ({slot[r.id]} * {rows} + k) * SPLIT + c, v{r.id}, mask=kmask)  # partial"
                  for r in reds]
         bodies.append((f"{name}_stats{i}_kernel", body, f"level-{level} statistics of each chunk", True))
     rw.reset()
@@ -400,8 +401,9 @@ def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) 
                                     f"Split row reductions: {dom.k} rows of {dom.r} elements (shape "
                                     f"{list(dom.shape)}, reduced dims {list(dom.dims)}), each cut into SPLIT "
                                     f"chunks of CHUNK; this kernel: {what}."))
-        launches.append((kname, f"(triton.cdiv({dom.k}, {block_k}), {split if chunked else 1})", meta))
-    workspace = {"ws": ((len(slot), dom.k, split), "torch.float32")}
+        launches.append((kname, f"(triton.cdiv({rw.w.size(dom.k)}, {block_k}), {split if chunked else 1})", meta))
+    rows: int | str = dom.k if rw.w.lead is None else rw.w.size(dom.k)
+    workspace: dict[str, tuple[tuple[int | str, ...], str]] = {"ws": ((len(slot), rows, split), "torch.float32")}
     launcher = rw.w.launcher_multi(launches, f"Launch {name}: {len(bodies) - 1} statistics kernel(s) over "
                                              f"{split} chunks per row, then the combine/apply kernel.", workspace)
     return KernelSource(name, "\n\n".join(texts), launcher, rw.w.bases, list(g.outputs), rw.w.helpers)

@@ -46,7 +46,7 @@ def scan_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
         else:
             w.pointwise_line(n, inner, cache)
     inner += [w.store(o, FULL) for o in g.outputs]
-    idx_lines, rpart = row_index_lines(g, w.idx64)
+    idx_lines, rpart = row_index_lines(g, w.idx64, w.size(dom.k))
     body = idx_lines + ["lane = tl.arange(0, BLOCK_R)[None, :]",
                         f"carry = tl.full([BLOCK_K, 1], {ident}, tl.float32)  # cum{scan.op} of the rows so far",
                         f"for r0 in range(0, {dom.r}, BLOCK_R):"]
@@ -58,7 +58,7 @@ def scan_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
     text = "\n".join([f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK_K', 'BLOCK_R'])}):",
                       w.docstring(title)] + [f"    {line}" for line in body]) + "\n"
     block_k, block_r = int(cfg.get("BLOCK_K", 1)), int(cfg.get("BLOCK_R", 1024))
-    launcher = w.launcher(f"(triton.cdiv({dom.k}, {block_k}),)",
+    launcher = w.launcher(f"(triton.cdiv({w.size(dom.k)}, {block_k}),)",
                           {"BLOCK_K": block_k, "BLOCK_R": block_r, "num_warps": int(cfg.get("num_warps", 4))},
                           f"Launch {name}_kernel: cum{scan.op} over {dom.k} rows + {others} fused ops.")
     return KernelSource(name, text, launcher, w.bases, list(g.outputs), w.helpers)

@@ -23,7 +23,7 @@ from tritonsmith.core.problem import Problem
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TracedProblem", "attribute_expr", "export_problem", "trace_problem"]
+__all__ = ["TracedProblem", "attribute_expr", "export_problem", "leading_size", "resize_leading", "trace_problem"]
 
 aten = torch.ops.aten
 
@@ -36,17 +36,19 @@ class TracedProblem:
         self.param_names = param_names
         self.input_names = input_names
         self.scalars: dict[int, Any] = {}  # position among forward args -> the value export baked in
+        self.rewrites: list[str] = []  # the algebraic rewrites that fired (``_rewrite.py``), in order
 
 
 Exported = tuple[Any, list[Any], dict[str, str]]
 
 
-def export_problem(problem: Problem) -> Exported:
+def export_problem(problem: Problem, lead: int | None = None) -> Exported:
     """``torch.export`` the reference on the ``meta`` device (no data, no GPU).
 
     Returns (program, inputs, accessors): ``accessors`` maps every parameter and buffer path of the module
     tree (``features.3.weight``) to the Python expression that reads it from ``self``
-    (``self.features[3].weight``).
+    (``self.features[3].weight``). ``lead``: export with the inputs' leading dimension resized to it
+    (``resize_leading``), to see which sizes follow it.
     """
     from tritonsmith.core.problem_meta import exec_reference, instantiate
 
@@ -61,10 +63,25 @@ def export_problem(problem: Problem) -> Exported:
         log.info("builtin: %s cannot be built on the meta device (%s); building it on the CPU", problem.name, exc)
         model, _, inputs = instantiate(module, problem.name, "cpu")
     patch_recurrent(model)
+    if lead is not None:
+        inputs = resize_leading(list(inputs), lead)
     program = _export(model, tuple(inputs))
     paths = [n for n, _ in model.named_parameters(remove_duplicate=False)]
     paths += [n for n, _ in model.named_buffers(remove_duplicate=False)]
     return program, inputs, {p: attribute_expr(model, p) for p in paths}
+
+
+def leading_size(inputs: list[Any]) -> int | None:
+    """The first dimension of the first tensor input with one (the evaluator's ``generalize`` rule)."""
+    return next((int(v.shape[0]) for v in inputs if isinstance(v, torch.Tensor) and v.dim() > 0), None)
+
+
+def resize_leading(inputs: list[Any], size: int) -> list[Any]:
+    """``inputs`` with every tensor whose first dimension is the leading size resized to ``size`` along it
+    (the tensors the evaluator's ``generalize`` check resizes); values are zeros (export reads no data)."""
+    lead = leading_size(inputs)
+    return [torch.zeros((size, *v.shape[1:]), dtype=v.dtype, device=v.device)
+            if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == lead else v for v in inputs]
 
 
 def _export(model: torch.nn.Module, inputs: tuple[Any, ...]) -> Any:
@@ -116,7 +133,8 @@ def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
                   exported: Exported | None = None) -> TracedProblem:
     """Export ``problem`` and lower it; raises :class:`UnsupportedError` naming the first op it cannot lower.
 
-    ``options`` steer graph rewrites (``split_k``); ``exported`` reuses an earlier export.
+    ``options`` steer graph rewrites (``split_k``; ``no_rewrites`` turns the algebraic rewrites of
+    ``_rewrite.py`` off); ``exported`` reuses an earlier export.
     """
     if exported is None:
         try:
@@ -124,8 +142,14 @@ def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
         except Exception as exc:  # export failures are the reference's limitation, reported to the caller
             raise UnsupportedError(f"torch.export could not trace the reference: {type(exc).__name__}: {exc}") from exc
     program, inputs, accessors = exported
-    return _Lowering(program, inputs, options or {}, accessors=accessors,
-                     constant_values=lambda: _constants_on_cpu(problem)).run()
+    lw = _Lowering(program, inputs, options or {}, accessors=accessors,
+                   constant_values=lambda: _constants_on_cpu(problem))
+    traced = lw.run()
+    if not lw.options.get("no_rewrites"):
+        from tritonsmith.agents.builtin._rewrite import rewrite
+
+        traced.rewrites = rewrite(lw)
+    return traced
 
 
 def _constants_on_cpu(problem: Problem) -> dict[str, Any]:

@@ -1,0 +1,170 @@
+"""Shape-generic kernels: every family takes the leading (batch) size at run time.
+
+Each case is generated once at its reference's leading size, then run for real on the Triton interpreter
+against the reference at that size, at half of it and at an odd size (the evaluator's ``generalize``
+sizes, inputs resized as it resizes them): atol = rtol = 1e-4, two trials of fresh random inputs each.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from tritonsmith.agents.base import Attempt, Candidate, GenerationRequest
+from tritonsmith.agents.builtin import BuiltinGenerator
+from tritonsmith.core.problem import Problem
+from tritonsmith.evaluator._generalize import leading_sizes, resized_problem
+
+from _builtin_check import run_on_interpreter
+
+_HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+
+def _problem(name: str, init: str, forward: str, inputs: str, init_args: str = "[]") -> Problem:
+    src = (f"{_HEAD}class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           f"{init or '        pass'}\n\n    def forward(self, {forward}\n\n\ndef get_inputs():\n    return {inputs}\n\n\n"
+           f"def get_init_inputs():\n    return {init_args}\n")
+    return Problem.from_source(src, name=name)
+
+
+# family -> (problem, the kernel kind the case must contain); leading sizes 6 (half 3, odd 5) or 7 (3, 5)
+CASES: dict[str, tuple[Problem, str]] = {
+    "pointwise": (_problem("pointwise", "        self.b = nn.Parameter(torch.randn(1, 9, 1))",
+                           "x):\n        return torch.sigmoid(x * 2.0 + self.b) - 0.5", "[torch.randn(6, 9, 7)]"),
+                  "_pointwise_0_kernel"),
+    "softmax_rows": (_problem("softmax_rows", "", "x):\n        return torch.softmax(x, dim=-1)",
+                              "[torch.randn(7, 37)]"), "_row_0_kernel"),
+    "layernorm_flat_view": (_problem("layernorm_flat_view", "        self.ln = nn.LayerNorm((5, 11))",
+                                     "x):\n        return self.ln(x).flatten(1) * 2.0", "[torch.randn(6, 5, 11)]"),
+                            "_row_0_kernel"),
+    "sum_middle_dim": (_problem("sum_middle_dim", "", "x):\n        return torch.sum(x, dim=1) + 1.0",
+                                "[torch.randn(6, 13, 5)]"), "_row_0_kernel"),
+    "maxpool2d": (_problem("maxpool2d", "        self.pool = nn.MaxPool2d(3, stride=2, padding=1)",
+                           "x):\n        return torch.relu(self.pool(x))", "[torch.randn(6, 3, 11, 9)]"),
+                  "_window_0_kernel"),
+    "depthwise_conv": (_problem("depthwise_conv", "        self.conv = nn.Conv2d(4, 4, 3, padding=1, groups=4)",
+                                "x):\n        return self.conv(x)", "[torch.randn(6, 4, 9, 10)]"),
+                       "_window_0_kernel"),
+    "cumsum_rows": (_problem("cumsum_rows", "", "x):\n        return torch.cumsum(x, dim=1)",
+                             "[torch.randn(7, 41)]"), "_scan_0_kernel"),
+    "linear_gelu": (_problem("linear_gelu", "        self.fc = nn.Linear(19, 23)",
+                             "x):\n        return F.gelu(self.fc(x))", "[torch.randn(6, 19)]"), "_matmul_0_kernel"),
+    "linear_3d": (_problem("linear_3d", "        self.fc = nn.Linear(12, 7)",
+                           "x):\n        return torch.relu(self.fc(x))", "[torch.randn(6, 5, 12)]"),
+                  "_matmul_0_kernel"),
+    "bmm": (_problem("bmm", "", "a, b):\n        return torch.bmm(a, b) * 0.5",
+                     "[torch.randn(7, 9, 11), torch.randn(7, 11, 13)]"), "_matmul_0_kernel"),
+    "conv_epilogue": (_problem("conv_epilogue", "        self.conv = nn.Conv2d(3, 5, 3)",
+                               "x):\n        return torch.tanh(self.conv(x)) * 2.0", "[torch.randn(6, 3, 9, 8)]"),
+                      "_pointwise_0_kernel"),
+    "conv_groupnorm": (_problem("conv_groupnorm", "        self.conv = nn.Conv2d(3, 6, 3)\n"
+                                "        self.gn = nn.GroupNorm(2, 6)",
+                                "x):\n        return self.gn(self.conv(x))", "[torch.randn(6, 3, 8, 9)]"),
+                       "_row_0_kernel"),
+    "implicit_gemm_conv": (_problem("implicit_gemm_conv", "        self.conv = nn.Conv2d(3, 5, 3, stride=2, padding=1)",
+                                    "x):\n        return self.conv(x)", "[torch.randn(6, 3, 9, 8)]"), "_conv_0_kernel"),
+    "transposed_conv": (_problem("transposed_conv", "        self.conv = nn.ConvTranspose1d(4, 6, 3, stride=2, groups=2)",
+                                 "x):\n        return self.conv(x)", "[torch.randn(7, 4, 9)]"),
+                        "_conv_0_kernel"),
+    "cat_features": (_problem("cat_features", "", "x, y):\n        return torch.cat([x * 2.0, y], dim=1)",
+                              "[torch.randn(6, 5), torch.randn(6, 3)]"), "_pointwise_"),
+}
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[str, Candidate]:
+    gen = BuiltinGenerator()
+    return {name: gen.generate(GenerationRequest(problem=p, iteration=0)) for name, (p, _) in CASES.items()}
+
+
+def _sizes(problem: Problem) -> tuple[int, ...]:
+    lead = 6 if "randn(6" in problem.source else 7
+    return (lead, *leading_sizes(lead))
+
+
+@pytest.fixture(scope="module")
+def interpreted(generated: dict[str, Candidate], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every candidate at every leading size, in one interpreter subprocess (its start-up dominates)."""
+    pairs: dict[str, tuple[str, str | None]] = {}
+    for name, (problem, _) in CASES.items():
+        for size in _sizes(problem):
+            pairs[f"{name}_at_{size}"] = (resized_problem(problem, size).source, generated[name].source)
+    return run_on_interpreter(tmp_path_factory.mktemp("builtin_shapes"), pairs)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_shape_generic_kernels_match_the_reference_at_other_leading_sizes(
+        name: str, generated: dict[str, Candidate], interpreted: dict[str, Any]) -> None:
+    cand = generated[name]
+    assert cand.source is not None, cand.note
+    assert "shape-generic" in cand.note, cand.note
+    assert CASES[name][1] in cand.source and "lead = _lead(" in cand.source
+    sizes = _sizes(CASES[name][0])
+    assert len(set(sizes)) == 3 and any(s % 2 for s in sizes[1:])
+    for size in sizes:
+        result = interpreted[f"{name}_at_{size}"]
+        assert result["ok"], f"leading size {size}: {result['detail']}"
+
+
+def _model(source: str, path: Path) -> Any:
+    """The candidate's ModelNew, imported from a file (Triton reads a kernel's source from its file)."""
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    return module.ModelNew()
+
+
+def test_a_changed_inner_size_is_refused_naming_expected_and_got(generated: dict[str, Candidate],
+                                                                  tmp_path: Path) -> None:
+    """Only the leading size may change: the launcher says which size it expected and which it got
+    (before any kernel runs)."""
+    model = _model(generated["pointwise"].source or "", tmp_path / "shapes_pointwise.py")
+    with pytest.raises(ValueError, match=r"expected shape \(4, 9, 7\), got \(4, 9, 8\)"):
+        model(torch.randn(4, 9, 8))
+    model = _model(generated["linear_3d"].source or "", tmp_path / "shapes_linear_3d.py")
+    with pytest.raises(ValueError, match=r"expected shape \(3, 5, 12\), got \(3, 5, 11\)"):
+        model(torch.randn(3, 5, 11))
+
+
+def test_static_shapes_variant_comes_last_and_specialises_every_size() -> None:
+    problem = CASES["softmax_rows"][0]
+    gen = BuiltinGenerator()
+    history: list[Attempt] = []
+    while True:
+        cand = gen.generate(GenerationRequest(problem=problem, iteration=len(history), history=history))
+        if cand.source is None:
+            break
+        history.append(Attempt(iteration=len(history), source=cand.source, result=None, feedback="", reward=0.0,
+                               generator="builtin", variant=cand.variant))
+    keys = [a.variant for a in history]
+    assert keys[-1] == "static-shapes" and keys.count("static-shapes") == 1 and len(keys) > 2
+    static = history[-1].source or ""
+    assert "kernels are shape-specialized" in static and "_lead(" not in static
+    assert "kmask = k < 7" in static and "lead" not in static.split("def _row_0_kernel(")[1].split(":")[0]
+    generic = history[0].source or ""
+    assert "kmask = k < lead" in generic and "_row_0_kernel(in0_ptr, out0_ptr, lead, " in generic
+
+
+@pytest.mark.parametrize(("name", "forward", "inputs", "why"), [
+    ("sum_over_batch", "x):\n        return torch.sum(x, dim=0)", "[torch.randn(6, 5)]", "computed from"),
+    ("mean_over_batch", "x):\n        return torch.mean(x, dim=0)", "[torch.randn(6, 5)]", "changes with the leading"),
+    ("baked_batch", "x):\n        return x.view(6, -1) * 2.0", "[torch.randn(6, 5, 3)]", "does not accept"),
+    ("cumsum_over_batch", "x):\n        return torch.cumsum(x, dim=0)", "[torch.randn(6, 5)]", "scans along"),
+    ("leading_size_one", "x):\n        return torch.relu(x)", "[torch.randn(1, 5)]", "leading size is 1"),
+])
+def test_kernels_stay_specialised_where_the_leading_size_cannot_change(name: str, forward: str, inputs: str,
+                                                                        why: str) -> None:
+    """A reduction or scan over the batch, a reference that bakes its batch size in, a leading size of 1:
+    the kernels keep every size fixed, the note says why, and no static-shapes variant repeats them."""
+    problem = _problem(name, "", forward, inputs)
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))
+    assert cand.source is not None, cand.note
+    assert "shape-specialised" in cand.note and why in cand.note, cand.note
+    assert "kernels are shape-specialized" in cand.source and "_lead(" not in cand.source
