@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tritonsmith.agents.builtin._convcl import channels_last_strides
-from tritonsmith.agents.builtin._ir import PW, SCAN, VIEW, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill
+from tritonsmith.agents.builtin._ir import (
+    CONV, PW, SCAN, VIEW, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill,
+)
 from tritonsmith.agents.builtin._rnn import lower_rnn
 
 if TYPE_CHECKING:
@@ -502,6 +504,9 @@ def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any,
     if _depthwise(x, w, val, transposed, groups):
         out = dwconv(lw, x, w, val, stride, padding, dilation)
         return out if b is None else lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd))
+    if lw.options.get("conv") == "triton" and _gemm_conv(x, w, val):
+        out = gemm_conv(lw, x, w, val, (stride, padding, dilation, output_padding), transposed, groups)
+        return out if b is None else lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd))
     # conv-cl variant (_convcl.py): a channels-last copy of the input makes cuDNN's output channels-last too
     cl = bool(lw.options.get("conv_cl")) and nd in (2, 3) and x.strides == contiguous_strides(x.shape)
     src = "_to_channels_last({0})" if cl else "{0}"
@@ -528,6 +533,26 @@ def _depthwise(x: Node, w: Node, val: Any, transposed: bool, groups: int) -> boo
     return (not transposed and 1 <= nd <= 3 and len(x.shape) == nd + 2 and groups > 1 and x.shape[1] == groups
             and w.shape[1] == 1 and w.shape[0] % groups == 0 and x.dtype.is_floating_point
             and w.dtype == x.dtype and val.dtype == x.dtype)
+
+
+def _gemm_conv(x: Node, w: Node, val: Any) -> bool:
+    """A convolution the implicit-GEMM family writes (``_convgemm.py``): 1-D to 3-D, batched, floating point,
+    one dtype throughout."""
+    nd = len(w.shape) - 2
+    return (1 <= nd <= 3 and len(x.shape) == nd + 2 and x.dtype.is_floating_point and w.dtype == x.dtype
+            and val.dtype == x.dtype)
+
+
+def gemm_conv(lw: _Lowering, x: Node, w: Node, val: Any, geometry: tuple[Any, Any, Any, Any], transposed: bool,
+              groups: int) -> Node:
+    """A dense, grouped or transposed convolution without bias as a CONV node (args (x, weight)); attrs give
+    kernel/stride/padding/dilation/output_padding per spatial dim, ``groups`` and ``transposed``."""
+    nd = len(w.shape) - 2
+    stride, padding, dilation, output_padding = (_per_dim(v, nd) for v in geometry)
+    return lw.g.add(Node(CONV, tuple(val.shape), val.dtype, args=(x, w), op="conv_transpose" if transposed else "conv",
+                         attrs={"kernel": tuple(int(s) for s in w.shape[2:]), "stride": stride, "padding": padding,
+                                "dilation": dilation, "output_padding": output_padding, "groups": int(groups),
+                                "transposed": bool(transposed)}))
 
 
 def dwconv(lw: _Lowering, x: Node, w: Node, val: Any, stride: Any, padding: Any, dilation: Any) -> Node:
