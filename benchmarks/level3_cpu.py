@@ -76,7 +76,7 @@ HAND_SIZES: dict[str, list[str]] = {
     "16_DenseNet201": ["batch_size = 1", "height, width = 224, 224 -> height, width = 64, 64"],
     "19_MobileNetV1": ["batch_size = 1"],
     "20_MobileNetV2": ["batch_size = 1"],
-    "22_EfficientNetB0": ["batch_size = 1", "224, 224 -> 64, 64"],
+    "22_EfficientNetB0": ["batch_size = 1", "torch.rand(batch_size, 3, 224, 224) -> torch.rand(batch_size, 3, 64, 64)"],
     "23_EfficientNetB1": ["batch_size = 2", "input_shape = (3, 96, 96)"],
     "24_EfficientNetB2": ["batch_size = 2"],
     "25_ShuffleNetUnit": ["batch_size = 2", "height = 16", "width = 16"],
