@@ -29,9 +29,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from tritonsmith.agents.builtin import _plan  # noqa: E402
+from tritonsmith.agents.builtin import _plan, menu_for, variant_label  # noqa: E402
 from tritonsmith.agents.builtin._emit import emit_module  # noqa: E402
-from tritonsmith.agents.builtin._variants import MATMUL, variant_menu  # noqa: E402
+from tritonsmith.agents.builtin._variants import MATMUL, Variant  # noqa: E402
 from tritonsmith.core.problem import Problem  # noqa: E402
 
 
@@ -45,13 +45,12 @@ def emit(problem: Problem, key: str, static: bool = False) -> tuple[str, str]:
     why its kernels are shape-specialised ("" where they take the leading size at run time)."""
     base = key.removesuffix("+ieee")
     fixed = {"static_shapes": True} if static else {}
-    variant = next(v for v in variant_menu(_plan(problem, fixed, None)[1]) if v.key == base)
-    overrides, why = variant.overrides, variant.why
+    variant = next(v for v in menu_for(problem, None, options=fixed)[0] if v.key == base)
     if key.endswith("+ieee"):
-        overrides = {**overrides, MATMUL: {**overrides.get(MATMUL, {}), "precision": "ieee"}}
-        why += "; fp32 dot in ieee precision"
+        variant = Variant(key, variant.why + "; fp32 dot in ieee precision", variant.options,
+                          {**variant.overrides, MATMUL: {**variant.overrides.get(MATMUL, {}), "precision": "ieee"}})
     traced, plan = _plan(problem, {**variant.options, **fixed}, None)
-    source = emit_module(problem.name, problem.source, traced, plan, overrides, f"{key} ({why})")
+    source = emit_module(problem.name, problem.source, traced, plan, variant.overrides, variant_label(variant, traced))
     return source, "" if plan.lead is not None else (plan.static_reason or "asked for")
 
 

@@ -192,6 +192,8 @@ def _finish(console: Console, result: OptimizeResult, target: Path, ref_path: Pa
     best = next((a for a in result.attempts if a.iteration == result.best_iteration), None)
     hybrid = f" ({policy_line(result.settings.get('policy'), best.torch_ops)})" if best and best.torch_ops else ""
     console.print(f"[{colour}]{result.status}[/{colour}]{escape(hybrid)}: {escape(result.reason)}")
+    if result.slower:  # the floor: a verified kernel that loses to torch.compile is not presented as a win
+        console.print(f"  [yellow]{escape(result.slower)}[/yellow]", soft_wrap=True)
     for path in written:
         console.print(f"  wrote {escape(str(path))}")
     last = result.attempts[-1] if result.attempts else None

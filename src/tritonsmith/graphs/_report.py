@@ -32,6 +32,8 @@ def markdown_report(result: OptimizeResult) -> str:
             lines.append(f"- **hybrid kernel** ({result.settings.get('policy', 'hybrid')} policy): "
                          f"{torch_computes_line(best.torch_ops)}; its reward is {HYBRID_REWARD_FACTOR:g}x a "
                          "pure-Triton kernel's")
+    if result.slower:
+        lines.append(f"- **floor**: {result.slower}")
     tokens = result.input_tokens + result.output_tokens
     if tokens:
         cost = f", cost ${result.cost_usd:.4f}" if result.cost_usd is not None else ", cost not priced"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from tritonsmith.core.deprecation import warn_deprecated
 from tritonsmith.core.results import Attempt, EvalResult
 from tritonsmith.core.settings import GeneratorChoice, KernelContext, Settings
+from tritonsmith.graphs._floor import slower_line
 from tritonsmith.graphs.builder import ExtraNode, compile_kernel_graph
 from tritonsmith.graphs.nodes import spec_from_problem
 from tritonsmith.graphs.state import AttemptRecord, KernelState
@@ -40,7 +41,8 @@ class OptimizeResult:
     """The outcome of one run. ``status`` is ``verified`` (a correct kernel exists) or ``gave_up``.
 
     ``best_reward``'s basis says whether it comes from a GPU timing vs torch.compile or is the
-    "correct, speed unmeasured" value of the CPU interpreter.
+    "correct, speed unmeasured" value of the CPU interpreter. ``slower`` is a line saying so when even the
+    best verified kernel is slower than torch.compile beyond noise (``_floor.slower_line``), else None.
     """
 
     problem: str
@@ -58,6 +60,7 @@ class OptimizeResult:
     cost_usd: float | None = None
     notes: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
+    slower: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -86,7 +89,8 @@ class OptimizeResult:
             best_reward=best["reward"] if best else None, best_iteration=best["iteration"] if best else None,
             attempts=tuple(Attempt.from_dict(a) for a in state.get("attempts", [])),
             input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0),
-            cost_usd=usage.get("cost_usd"), notes=tuple(state.get("notes", [])), settings=settings.public_dict())
+            cost_usd=usage.get("cost_usd"), notes=tuple(state.get("notes", [])), settings=settings.public_dict(),
+            slower=slower_line(best, state.get("attempts", [])))
 
     def to_dict(self) -> dict[str, Any]:
         """The report (``report.json``): each attempt as its :meth:`~tritonsmith.core.results.Attempt.summary`."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from tritonsmith.core.results import GENERATOR_ERROR, MODEL_ERROR, NO_CODE
+from tritonsmith.graphs._floor import floor_prefers
 
 __all__ = [
     "AttemptRecord",
@@ -76,12 +77,19 @@ def _rank(rec: AttemptRecord) -> tuple[float, int]:
 
 
 def keep_best(old: AttemptRecord | None, new: AttemptRecord | None) -> AttemptRecord | None:
-    """The better verified attempt (higher reward; on a tie the earlier one). Failures never replace it."""
+    """The better verified attempt (higher reward; on a tie the earlier one). Failures never replace it.
+
+    The floor (``_floor.floor_prefers``) overrides the reward where it must: a kernel slower than
+    torch.compile beyond noise never stays the best while a verified one faster beyond noise exists (a
+    hybrid kernel's reward is discounted, so a slower pure-Triton kernel could outrank it)."""
     if new is None or new["reward"] <= 0.0:
         return old
-    if old is None or old["iteration"] == new["iteration"] or _rank(new) > _rank(old):
+    if old is None or old["iteration"] == new["iteration"]:
         return new
-    return old
+    floor = floor_prefers(new, old)
+    if floor is not None:
+        return new if floor else old
+    return new if _rank(new) > _rank(old) else old
 
 
 def add_usage(old: Usage | None, new: Usage | None) -> Usage:

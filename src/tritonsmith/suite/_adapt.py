@@ -24,4 +24,4 @@ def outcome_from_optimize_result(raw: Any) -> OptimizeOutcome:
     return OptimizeOutcome(best_source=raw.best_source, best_result=raw.best_result, iterations=len(raw.attempts),
                            generator=raw.generator, input_tokens=raw.input_tokens, output_tokens=raw.output_tokens,
                            cost_usd=raw.cost_usd, failure_status=failure_status, failure_message=failure_message[:2000],
-                           attempts=tuple(a.trail() for a in raw.attempts))
+                           attempts=tuple(a.trail() for a in raw.attempts), slower=raw.slower)

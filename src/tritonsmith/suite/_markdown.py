@@ -69,6 +69,11 @@ def _notes(report: SuiteReport, timed: bool) -> list[str]:
     if report.invalid:
         notes.append(f"{len(report.invalid)} reference problems are malformed and left out of every metric: "
                      + ", ".join(f"`{k}`" for k in report.invalid))
+    slower = [r for r in report.records if r.ok and r.slower]
+    if slower:
+        notes.append(f"{len(slower)} verified kernels are slower than torch.compile beyond noise (no faster "
+                     "variant was verified): " + "; ".join(f"`{r.key}`: {r.slower}" for r in slower[:20])
+                     + (" ..." if len(slower) > 20 else ""))
     scaled = sum(1 for r in report.records if r.scaling_note or (r.result and r.result.scaling_note))
     if scaled:
         notes.append(f"{scaled} problems ran with shapes scaled down (see report.json).")

@@ -24,3 +24,4 @@ class OptimizeOutcome:
     failure_status: str | None = None
     failure_message: str = ""
     attempts: tuple[dict[str, Any], ...] = ()  # each attempt's Attempt.trail() view
+    slower: str | None = None  # the best verified kernel loses to torch.compile beyond noise (graphs._floor)

@@ -128,7 +128,7 @@ def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> Proble
     return ProblemRecord(problem=problem.name, status=status, message=message, result=out.best_result,
                          iterations=out.iterations, generator=out.generator, input_tokens=out.input_tokens,
                          output_tokens=out.output_tokens, cost_usd=out.cost_usd, candidate_file=candidate_file,
-                         attempts=out.attempts, **base)
+                         attempts=out.attempts, slower=out.slower, **base)
 
 
 def resolve_optimize_fn(ref: str | None) -> Callable[..., Any]:

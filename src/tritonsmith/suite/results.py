@@ -72,6 +72,7 @@ class ProblemRecord:
     work_s: float = 0.0
     worker: str = ""
     attempts: tuple[dict[str, Any], ...] = ()  # each attempt's Attempt.trail() view, as results.jsonl keeps it
+    slower: str | None = None  # "slower than torch.compile: ..." when even the best verified kernel loses
     version: str = field(default_factory=code_version)
     finished_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 

@@ -32,10 +32,17 @@ kernel per group:
   too (``_dwconv.py``): BLOCK contiguous outputs per program, the filter unrolled at compile time, zero
   padding masked, the filter taps loaded per output channel, one fp32 FMA per tap (exact fp32, no
   tensor cores: the op is memory-bound), the bias and the following elementwise chain as epilogue;
-- all other convolutions (dense, grouped, transposed) stay torch calls, with the chain after them fused
-  into Triton (the hybrid policy: the candidate's note names the torch ops that remain); so do LSTM / GRU /
-  RNN layers (``_rnn.py``: traced as one custom op each, one call for all the outputs used), indexing
-  by a tensor and random tensors drawn in forward (``torch.randn`` initial states);
+- other convolutions (dense, grouped, dilated, strided, transposed; 1-D to 3-D) -> an implicit-GEMM "conv"
+  kernel (``_convgemm.py``): M = images x output positions, N = output channels per group, K = input
+  channels per group x filter taps, the input gathered through its strides (zero padding masked; a
+  transposed convolution in gather form), in-loop ``tf32x3`` dots (``ieee`` a variant), the bias and the
+  chain after it as epilogue. It is the default where the problem is only convolutions (a torch call
+  would be a torch wrapper); where a chain follows, cuDNN with the chain fused into a Triton kernel stays
+  first (the hybrid policy: the candidate's note names the torch ops that remain) and ``conv-triton`` is a
+  later variant;
+- LSTM / GRU / RNN layers stay torch calls (``_rnn.py``: traced as one custom op each, one call for all the
+  outputs used), and so do indexing by a tensor and random tensors drawn in forward (``torch.randn``
+  initial states);
 - whole models: parameters and buffers of any module tree are read through Python a reader can follow
   (``self.features[3].weight``, ``self.heads['aux-1'].weight``); the reference's submodule classes,
   helpers and imports are copied (submodule ``forward`` methods dropped: ModelNew's forward computes);
@@ -45,7 +52,7 @@ A bug of ours in one variant returns a candidate with ``error`` (its traceback) 
 loop records it as an ``error`` attempt and the next call tries another variant.
 
 Kernel kinds (in notes, ``PlanSummary.kernels`` and kernel names ``_<kind>_<i>_kernel``): pointwise,
-row, matmul, window, scan.
+row, matmul, window, scan, conv.
 
 Refinement reads the evaluator's verdicts in ``request.history`` and tries the next variant (block
 sizes, warps, stages, one-pass vs multi-pass rows, split vs unsplit rows, split-K, 3xTF32 vs tf32x3 vs
@@ -101,22 +108,48 @@ class _ProblemState:
         from tritonsmith.agents.builtin._shapes import other_lead
         from tritonsmith.agents.builtin._trace import leading_size
 
-        ref = leading_size(list(self.exported[1]))
-        self.other = "no tensor input has a leading dimension" if ref is None else \
-            _export_other(problem, other_lead(ref))
         try:
-            plan = _plan(problem, {}, self.exported, self.other)
+            ref = leading_size(list(self.exported[1]))
+            self.other = "no tensor input has a leading dimension" if ref is None else \
+                _export_other(problem, other_lead(ref))
+            self.menu, self.torch_ops = menu_for(problem, self.exported, self.other)
         except UnsupportedError as exc:
             self.error = str(exc)
             return
-        except Exception:  # a bug in lowering or partitioning: recorded as an error attempt, never raised
+        except Exception:  # a bug in lowering, partitioning or the menu: an error attempt, never raised
             log.exception("builtin: planning %s failed", problem.name)
             self.bug = traceback.format_exc(limit=20)
             return
-        from tritonsmith.agents.builtin._variants import variant_menu
 
-        self.menu = variant_menu(plan[1])
-        self.torch_ops = list(plan[1].torch_ops)
+
+def menu_for(problem: Problem, exported: Exported | None, other: Exported | str | None = None,
+             options: dict[str, Any] | None = None) -> tuple[list[Any], list[str]]:
+    """The variants to try for ``problem``, in order, and the torch ops its plan keeps (``other`` and
+    ``options`` as for ``_plan``).
+
+    Where an algebraic rewrite fires (``_rewrite.py``) the menu is the rewritten plan's, then ``no-rewrites``
+    last: the first variant of the plan as traced, so the evaluator measures (and proves) the rewrite
+    against the plain lowering instead of assuming it is right and faster."""
+    from tritonsmith.agents.builtin._variants import Variant, variant_menu
+
+    traced, plan = _plan(problem, dict(options or {}), exported, other)
+    menu = variant_menu(plan)
+    if traced.rewrites:
+        try:
+            first = variant_menu(_plan(problem, {**(options or {}), "no_rewrites": True}, exported, other)[1])[0]
+        except UnsupportedError as exc:  # the plain lowering cannot be written: the rewrite is the only way
+            log.info("builtin: %s without rewrites is not writable: %s", problem.name, exc)
+        else:
+            menu.append(Variant("no-rewrites", f"the graph as traced, without the rewrites {', '.join(traced.rewrites)}"
+                                f" ({first.key}: {first.why})", {**first.options, "no_rewrites": True},
+                                first.overrides))
+    return menu, list(plan.torch_ops)
+
+
+def variant_label(variant: Any, traced: Any) -> str:
+    """How the emitted module's header names the variant (and the rewrites that shaped its graph)."""
+    label = f"{variant.key} ({variant.why})"
+    return label + (f"; rewrites: {', '.join(traced.rewrites)}" if traced.rewrites else "")
 
 
 def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
@@ -130,7 +163,16 @@ def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
     from tritonsmith.agents.builtin._trace import trace_problem
 
     traced = trace_problem(problem, options, exported)
-    plan = partition(traced.graph)
+    try:
+        plan = partition(traced.graph)
+    except UnsupportedError:
+        # only torch convolutions (and a bias): unless the variant chose (conv-cudnn), write them in Triton
+        if "conv" in options or not any(n.kind == "extern" and n.attrs.get("op") in ("conv", "conv_transpose")
+                                         for n in traced.graph.nodes):
+            raise
+        options = {**options, "conv": "triton"}
+        traced = trace_problem(problem, options, exported)
+        plan = partition(traced.graph)
     if options.get("static_shapes"):
         return traced, plan
     ref = next((n.shape[0] for n in traced.graph.inputs if n.shape), None)
@@ -218,6 +260,8 @@ class BuiltinGenerator:
         kinds = ", ".join(sorted({g.kind for g in plan.groups if g.kind != "torch"}))
         note = f"builtin: {len([g for g in plan.groups if g.kind != 'torch'])} Triton kernel(s) ({kinds}); " \
                f"variant {variant.key}: {variant.why}"
+        if traced.rewrites:
+            note += f"; rewrites: {', '.join(traced.rewrites)}"
         if plan.torch_ops:
             note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
         note += "; shape-generic: the leading dimension is a run-time size" if plan.lead is not None else \
@@ -233,7 +277,7 @@ def _write(problem: Problem, state: _ProblemState, variant: Any) -> tuple[Any, A
 
     traced, plan = _plan(problem, variant.options, state.exported, state.other)
     source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
-                         f"{variant.key} ({variant.why})")
+                         variant_label(variant, traced))
     return traced, plan, source
 
 

@@ -36,6 +36,7 @@ class TracedProblem:
         self.param_names = param_names
         self.input_names = input_names
         self.scalars: dict[int, Any] = {}  # position among forward args -> the value export baked in
+        self.rewrites: list[str] = []  # the algebraic rewrites that fired (``_rewrite.py``), in order
 
 
 Exported = tuple[Any, list[Any], dict[str, str]]
@@ -132,7 +133,8 @@ def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
                   exported: Exported | None = None) -> TracedProblem:
     """Export ``problem`` and lower it; raises :class:`UnsupportedError` naming the first op it cannot lower.
 
-    ``options`` steer graph rewrites (``split_k``); ``exported`` reuses an earlier export.
+    ``options`` steer graph rewrites (``split_k``; ``no_rewrites`` turns the algebraic rewrites of
+    ``_rewrite.py`` off); ``exported`` reuses an earlier export.
     """
     if exported is None:
         try:
@@ -140,8 +142,14 @@ def trace_problem(problem: Problem, options: dict[str, Any] | None = None,
         except Exception as exc:  # export failures are the reference's limitation, reported to the caller
             raise UnsupportedError(f"torch.export could not trace the reference: {type(exc).__name__}: {exc}") from exc
     program, inputs, accessors = exported
-    return _Lowering(program, inputs, options or {}, accessors=accessors,
-                     constant_values=lambda: _constants_on_cpu(problem)).run()
+    lw = _Lowering(program, inputs, options or {}, accessors=accessors,
+                   constant_values=lambda: _constants_on_cpu(problem))
+    traced = lw.run()
+    if not lw.options.get("no_rewrites"):
+        from tritonsmith.agents.builtin._rewrite import rewrite
+
+        traced.rewrites = rewrite(lw)
+    return traced
 
 
 def _constants_on_cpu(problem: Problem) -> dict[str, Any]:

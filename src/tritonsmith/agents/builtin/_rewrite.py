@@ -1,0 +1,236 @@
+"""Algebraic rewrites of the traced graph, between lowering and partitioning.
+
+Each rewrite is a small function named after what it makes, whose docstring gives the identity it relies
+on. It fires only where its pattern matches exactly (operation, shapes, dtypes, dimensions, and no other
+reader of the values it removes), and edits the graph in place: new nodes are built through the lowering's
+builders (``_ir.Lowering``: the same shape rules and strides as the lowering), the readers of the replaced
+value are re-pointed, and the graph is put back in topological order. The replaced nodes stay in the list
+but nothing reads them, so the partitioner (which places only live nodes) never sees them.
+
+Pre-reduced weights are graph nodes like any other: the candidate computes them from the module's
+parameters on every call (a row kernel over the weights, O(weights)), never caches them across calls.
+None of this is assumed correct: the evaluator compares every candidate with the reference, and the
+variant menu ends with ``no-rewrites``, the same pipeline with this pass off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import torch
+
+from tritonsmith.agents.builtin._ir import MM, PW, REDUCE, VIEW, WINDOW, Graph, Lowering, Node
+
+__all__ = ["REWRITES", "rewrite"]
+
+
+def rewrite(lw: Lowering) -> list[str]:
+    """Apply every rewrite of :data:`REWRITES` to ``lw.g`` until none matches; the names of those that fired,
+    in the order of :data:`REWRITES`."""
+    fired: list[str] = []
+    for name, rule in REWRITES:
+        hits = 0
+        while rule(lw, _Uses(lw.g)):
+            _reorder(lw.g)
+            hits += 1
+            if hits > len(lw.g.nodes):  # each hit kills a matched node: matching forever is our bug
+                raise RuntimeError(f"rewrite {name} does not terminate")
+        if hits:
+            fired.append(name)
+    return fired
+
+
+# -- graph edits ---------------------------------------------------------------------------------
+class _Uses:
+    """The live nodes (those the outputs depend on), in order, and the live readers of each (graph outputs
+    count as a reader that cannot be rewritten). Replaced nodes are dead: no rewrite sees them again."""
+
+    def __init__(self, g: Graph) -> None:
+        self.g = g
+        live: set[int] = set()
+        stack = list(g.outputs)
+        while stack:
+            n = stack.pop()
+            if n.id not in live:
+                live.add(n.id)
+                stack.extend(n.node_args())
+        self.live = [n for n in g.nodes if n.id in live]
+        self.users: dict[int, list[Node]] = {n.id: [] for n in self.live}
+        for n in self.live:
+            for a in n.node_args():
+                self.users[a.id].append(n)
+        self.outputs = {o.id for o in g.outputs}
+
+    def only_reader(self, n: Node, reader: Node) -> bool:
+        """``reader`` is the one node reading ``n``, and ``n`` is not an output."""
+        users = self.users.get(n.id, [])
+        return n.id not in self.outputs and len(users) == 1 and users[0] is reader
+
+    def replace(self, old: Node, new: Node) -> None:
+        """Every reader of ``old`` (and the graph's outputs) reads ``new`` instead."""
+        for u in self.users.get(old.id, []):
+            u.args = tuple(new if a is old else a for a in u.args)
+        self.g.outputs = [new if o is old else o for o in self.g.outputs]
+
+
+def _reorder(g: Graph) -> None:
+    """Topological order again (new nodes were appended after their readers), ids renumbered; the relative
+    order of independent nodes is kept, so the partitioner places them as before."""
+    order: list[Node] = []
+    seen: set[int] = set()
+    for root in g.nodes:
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            n, done = stack.pop()
+            if done:
+                order.append(n)
+                continue
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            stack.append((n, True))
+            stack.extend((a, False) for a in reversed(n.node_args()) if id(a) not in seen)
+    for i, n in enumerate(order):
+        n.id = i
+    g.nodes = order
+
+
+# -- patterns ------------------------------------------------------------------------------------
+def _linear(y: Node, uses: _Uses) -> tuple[Node, Node | None] | None:
+    """``y`` is ``x @ B`` or ``x @ B + bias`` (2-D fp32, ``bias`` of shape (N,) or (1, N)) whose matmul has
+    no other reader: (matmul, bias)."""
+    mm, bias = y, None
+    if y.kind == PW and y.op == "add" and len(y.args) == 2 and all(isinstance(a, Node) for a in y.args):
+        a, b = y.args
+        mm, bias = (a, b) if a.kind == MM else (b, a)
+        n = y.shape[-1] if y.shape else 0
+        if bias.shape not in ((n,), (1, n)) or bias.dtype != y.dtype or not uses.only_reader(mm, y):
+            return None
+    if mm.kind != MM or len(mm.shape) != 2 or mm.shape != y.shape:
+        return None
+    if not all(isinstance(a, Node) and a.dtype == torch.float32 for a in (*mm.args, y)):
+        return None
+    return mm, bias
+
+
+def _pooled_columns(lw: Lowering, b: Node, windows: int, size: int, scale: float) -> Node:
+    """``scale * sum`` over ``windows`` runs of ``size`` adjacent columns of ``b`` [K, N]: [K, windows].
+
+    A linear layer's ``b`` is its weight [N, K] transposed: the rows of the weight are summed (reading it
+    in its own order), and the result is transposed back as a view."""
+    if b.kind == VIEW and b.attrs.get("how") == "permute" and len(b.args[0].shape) == 2:
+        w = b.args[0]  # [N, K], row j is column j of b
+        rows = _leading(lw, w, 0, windows * size)
+        total = lw.reduce("sum", lw.view(rows, (windows, size, w.shape[1])), (1,), False)
+        total = total if scale == 1.0 else lw.pw("mul", total, scale)
+        return lw.permute(total, [1, 0])
+    cols = _leading(lw, b, 1, windows * size)
+    total = lw.reduce("sum", lw.view(cols, (b.shape[0], windows, size)), (2,), False)
+    return total if scale == 1.0 else lw.pw("mul", total, scale)
+
+
+def _pooled_vector(lw: Lowering, v: Node, windows: int, size: int, scale: float) -> Node:
+    """``scale * sum`` over ``windows`` runs of ``size`` adjacent elements of the last dim of ``v``: [windows]."""
+    flat = lw.view(v, (v.shape[-1],))
+    total = lw.reduce("sum", lw.view(_leading(lw, flat, 0, windows * size), (windows, size)), (1,), False)
+    return total if scale == 1.0 else lw.pw("mul", total, scale)
+
+
+def _leading(lw: Lowering, x: Node, dim: int, n: int) -> Node:
+    """The first ``n`` entries of ``x`` along ``dim`` (a slice view; ``x`` itself when that is all of it)."""
+    if x.shape[dim] == n:
+        return x
+    shape = tuple(n if d == dim else s for d, s in enumerate(x.shape))
+    cut = (slice(None),) * dim + (slice(0, n),)
+    return lw._view_like(x, shape, "slice", lambda t: t[cut], dim=dim, start=0, end=n, step=1)
+
+
+def _linear_of_pooled(lw: Lowering, mm: Node, bias: Node | None, windows: int, size: int, scale: float) -> Node:
+    """``x @ P + pb`` [M, windows] where ``P``/``pb`` pool ``mm``'s right operand / ``bias`` over runs of
+    ``size`` output features; one window is a matrix-vector product, written as a row reduction."""
+    x, b = mm.args
+    pooled = _pooled_columns(lw, b, windows, size, scale)
+    if windows == 1:  # x @ w for a vector w: one pass over x, no 16-wide tile wasted on one column
+        out = lw.reduce("sum", lw.pw("mul", x, lw.view(pooled, (1, x.shape[1]))), (1,), True)
+    else:
+        out = lw.mm(x, pooled)
+    if bias is not None:
+        out = lw.pw("add", out, _pooled_vector(lw, bias, windows, size, scale))
+    return out
+
+
+# -- the rewrites --------------------------------------------------------------------------------
+def gemv_of_reduced_weights(lw: Lowering, uses: _Uses) -> bool:
+    """``(x @ W^T + b).sum(-1, keepdim=True) == x @ W.sum(0) + b.sum()``.
+
+    A sum (or a mean: a sum, then the division, which stays) over the output features of a linear layer or
+    a matmul is a matrix-vector product with the weights summed over the output features first: one pass
+    over ``x`` and one over ``W`` instead of an M x N x K GEMM. Matches a 2-D fp32 matmul (+ a bias of
+    shape (N,)) whose output only this sum reads."""
+    for r in uses.live:
+        if r.kind != REDUCE or r.op != "sum" or r.dims != (1,) or len(r.shape) != 2:
+            continue
+        y = r.args[0]
+        lin = _linear(y, uses) if uses.only_reader(y, r) else None
+        if lin is None or y.shape[1] < 2:
+            continue
+        uses.replace(r, _linear_of_pooled(lw, lin[0], lin[1], 1, y.shape[1], 1.0))
+        return True
+    return False
+
+
+def linear_of_pooled_weights(lw: Lowering, uses: _Uses) -> bool:
+    """``avg_pool(x @ W^T + b, k)[:, j] == x @ mean(W[jk:(j+1)k], 0) + mean(b[jk:(j+1)k])``.
+
+    Average pooling over the output features of a linear layer (``avg_pool1d(y.unsqueeze(1))``) is a
+    linear layer with ``N / k`` outputs whose weights and bias are the pooled ones: a GEMM k times smaller,
+    plus one pass over ``W``. Matches a window of stride = kernel = k over the last dim only, no padding, no
+    partial window (floor mode drops the tail, as the pooling does), reading the linear's output through
+    views that only add or drop size-1 dims; the pooled weights are scaled by ``1 / divisor``."""
+    for wn in uses.live:
+        if wn.kind != WINDOW or wn.op != "avg":
+            continue
+        k, s, p = wn.attrs["kernel"], wn.attrs["stride"], wn.attrs["padding"]
+        if any((k[i], s[i], p[i]) != (1, 1, 0) for i in range(len(k) - 1)) or k[-1] != s[-1] or p[-1] != 0 \
+                or k[-1] < 2:
+            continue
+        if any(d != 1 for d in wn.attrs.get("dilation", ())):
+            continue
+        y = _under_unit_views(wn, uses)
+        lin = _linear(y, uses) if y is not None else None
+        if lin is None or y is None or wn.args[0].shape[-1] != y.shape[1] or not _unit_dims_only(wn.shape, y.shape[0]):
+            continue
+        windows, size = wn.shape[-1], k[-1]
+        if windows != y.shape[1] // size:  # ceil mode's partial last window averages fewer features
+            continue
+        divisor = wn.attrs.get("divisor_override") or size
+        out = _linear_of_pooled(lw, lin[0], lin[1], windows, size, 1.0 / divisor)
+        uses.replace(wn, lw.view(out, wn.shape))
+        return True
+    return False
+
+
+def _under_unit_views(wn: Node, uses: _Uses) -> Node | None:
+    """The value ``wn`` reads through reshapes that only add or drop size-1 dims, each value of the chain
+    read by nothing else; None when the chain does anything else."""
+    reader, x = wn, wn.args[0]
+    while True:
+        if not uses.only_reader(x, reader):
+            return None
+        if x.kind != VIEW:
+            return x
+        if x.attrs.get("how") != "reshape" or [d for d in x.shape if d != 1] != [d for d in x.args[0].shape if d != 1]:
+            return None
+        reader, x = x, x.args[0]
+
+
+def _unit_dims_only(shape: tuple[int, ...], m: int) -> bool:
+    """``shape`` is (1, ..., m, 1, ..., windows) up to size-1 dims: the rows, then the pooled features."""
+    return [d for d in shape[:-1] if d != 1] == ([m] if m != 1 else [])
+
+
+Rewrite = Callable[[Lowering, _Uses], bool]
+REWRITES: tuple[tuple[str, Rewrite], ...] = (
+    ("gemv-of-reduced-weights", gemv_of_reduced_weights),
+    ("linear-of-pooled-weights", linear_of_pooled_weights),
+)
+

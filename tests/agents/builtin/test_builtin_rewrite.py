@@ -1,0 +1,148 @@
+"""The built-in generator's algebraic rewrites (``_rewrite.py``): each one, where it fires, run for real on
+the Triton interpreter against the reference at odd shapes (two trials of fresh random inputs, atol = rtol
+= 1e-4), its ``no-rewrites`` twin too; and near-miss patterns that must be left alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tritonsmith.agents.base import Candidate, GenerationRequest
+from tritonsmith.agents.builtin import BuiltinGenerator, _plan, menu_for, variant_label
+from tritonsmith.agents.builtin._emit import emit_module
+from tritonsmith.agents.builtin._ir import MM, REDUCE
+from tritonsmith.core.problem import Problem
+
+from _builtin_check import run_on_interpreter
+
+_HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+
+
+def _problem(name: str, init: str, args: str, body: str, inputs: str) -> Problem:
+    src = (f"{_HEAD}class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           f"        {init}\n\n    def forward(self, {args}):\n        {body}\n\n"
+           f"def get_inputs():\n    return {inputs}\n\ndef get_init_inputs():\n    return []\n")
+    return Problem.from_source(src, name=name)
+
+
+def _linear(name: str, layer: str, body: str, rows: int = 11, cols: int = 37) -> Problem:
+    return _problem(name, f"self.linear = {layer}", "x", body, f"[torch.randn({rows}, {cols})]")
+
+
+# name -> (problem, the rewrites that must fire)
+FIRES: dict[str, tuple[Problem, list[str]]] = {
+    "sum_after_linear": (_linear("sum_after_linear", "nn.Linear(37, 29)",
+                                 "return torch.sum(self.linear(x), dim=1, keepdim=True)"),
+                         ["gemv-of-reduced-weights"]),
+    "mean_after_linear_nobias": (_linear("mean_after_linear_nobias", "nn.Linear(37, 29, bias=False)",
+                                         "return torch.tanh(self.linear(x).mean(dim=-1))"),
+                                 ["gemv-of-reduced-weights"]),
+    "sum_after_matmul": (_problem("sum_after_matmul", "pass", "a, b", "return (a @ b).sum(1, keepdim=True) * 0.5",
+                                  "[torch.randn(13, 19), torch.randn(19, 23)]"),
+                         ["gemv-of-reduced-weights"]),
+    "avgpool_after_linear": (_linear("avgpool_after_linear", "nn.Linear(37, 45)",
+                                     "y = F.avg_pool1d(self.linear(x).unsqueeze(1), 5).squeeze(1)\n"
+                                     "        return torch.max(F.gelu(y) * 2.0, dim=1).values"),
+                             ["linear-of-pooled-weights"]),
+    "avgpool_floor_tail": (_linear("avgpool_floor_tail", "nn.Linear(37, 47)",
+                                   "return nn.AvgPool1d(5)(self.linear(x).unsqueeze(1)).squeeze(1) + 1.0"),
+                           ["linear-of-pooled-weights"]),
+    "avgpool_after_matmul": (_problem("avgpool_after_matmul", "pass", "a, b",
+                                      "return F.avg_pool1d((a @ b).unsqueeze(1), 3).squeeze(1)",
+                                      "[torch.randn(13, 19), torch.randn(19, 21)]"),
+                             ["linear-of-pooled-weights"]),
+    "avgpool_one_window": (_linear("avgpool_one_window", "nn.Linear(37, 12)",
+                                   "return torch.relu(F.avg_pool1d(self.linear(x).unsqueeze(1), 12))"),
+                           ["linear-of-pooled-weights"]),
+}
+
+# name -> problem where a rewrite almost applies but must not
+NEAR_MISSES: dict[str, Problem] = {
+    "sum_over_batch": _linear("sum_over_batch", "nn.Linear(37, 29)", "return self.linear(x).sum(0)"),
+    "sum_after_relu": _linear("sum_after_relu", "nn.Linear(37, 29)", "return torch.relu(self.linear(x)).sum(1)"),
+    "linear_read_twice": _linear("linear_read_twice", "nn.Linear(37, 29)",
+                                 "y = self.linear(x)\n        return y.sum(1, keepdim=True) + y"),
+    "sum_of_bmm": _problem("sum_of_bmm", "pass", "a, b", "return torch.bmm(a, b).sum(-1)",
+                           "[torch.randn(3, 13, 19), torch.randn(3, 19, 23)]"),
+    "sum_with_row_bias": _problem("sum_with_row_bias", "pass", "a, b, c", "return (a @ b + c).sum(1)",
+                                  "[torch.randn(13, 19), torch.randn(19, 23), torch.randn(13, 1)]"),
+    "avgpool_overlapping": _linear("avgpool_overlapping", "nn.Linear(37, 45)",
+                                   "return F.avg_pool1d(self.linear(x).unsqueeze(1), 4, stride=2)"),
+    "avgpool_padded": _linear("avgpool_padded", "nn.Linear(37, 45)",
+                              "return F.avg_pool1d(self.linear(x).unsqueeze(1), 5, padding=2)"),
+    "avgpool_ceil_partial": _linear("avgpool_ceil_partial", "nn.Linear(37, 47)",
+                                    "return F.avg_pool1d(self.linear(x).unsqueeze(1), 5, ceil_mode=True)"),
+    "maxpool_after_linear": _linear("maxpool_after_linear", "nn.Linear(37, 45)",
+                                    "return F.max_pool1d(self.linear(x).unsqueeze(1), 5)"),
+    "avgpool_over_rows": _problem("avgpool_over_rows", "self.linear = nn.Linear(37, 45)", "x",
+                                  "return F.avg_pool1d(self.linear(x).t().unsqueeze(0), 5)",
+                                  "[torch.randn(10, 37)]"),
+}
+
+
+def _no_rewrites_source(problem: Problem) -> str:
+    variant = next(v for v in menu_for(problem, None)[0] if v.key == "no-rewrites")
+    traced, plan = _plan(problem, variant.options, None)
+    assert traced.rewrites == []
+    return emit_module(problem.name, problem.source, traced, plan, variant.overrides, variant_label(variant, traced))
+
+
+@pytest.fixture(scope="module")
+def generated() -> dict[str, Candidate]:
+    gen = BuiltinGenerator()
+    return {name: gen.generate(GenerationRequest(problem=p, iteration=0)) for name, (p, _) in FIRES.items()}
+
+
+@pytest.fixture(scope="module")
+def interpreted(generated: dict[str, Candidate], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Rewritten and plain candidates checked in one interpreter subprocess (start-up dominates the cost)."""
+    pairs: dict[str, tuple[str, str | None]] = {}
+    for name, (problem, _) in FIRES.items():
+        pairs[name] = (problem.source, generated[name].source)
+        pairs[f"{name}__plain"] = (problem.source, _no_rewrites_source(problem))
+    return run_on_interpreter(tmp_path_factory.mktemp("builtin_rewrite"), pairs)
+
+
+@pytest.mark.parametrize("name", list(FIRES))
+def test_rewrite_fires_is_reported_and_matches_reference(name: str, generated: dict[str, Candidate],
+                                                         interpreted: dict[str, Any]) -> None:
+    cand = generated[name]
+    assert cand.source is not None, cand.note
+    want = FIRES[name][1]
+    assert f"rewrites: {', '.join(want)}" in cand.note
+    assert f"rewrites: {', '.join(want)}" in cand.source  # the module's header says it too
+    assert interpreted[name]["ok"], interpreted[name]["detail"]
+    assert interpreted[f"{name}__plain"]["ok"], interpreted[f"{name}__plain"]["detail"]
+
+
+@pytest.mark.parametrize("name", list(FIRES))
+def test_no_rewrites_variant_comes_last(name: str) -> None:
+    menu, _ = menu_for(FIRES[name][0], None)
+    assert menu[-1].key == "no-rewrites" and menu[-1].options.get("no_rewrites") is True
+    assert sum(v.key == "no-rewrites" for v in menu) == 1
+
+
+@pytest.mark.parametrize("name", list(NEAR_MISSES))
+def test_near_miss_is_left_alone(name: str) -> None:
+    traced, _ = _plan(NEAR_MISSES[name], {}, None)
+    assert traced.rewrites == []
+    assert all(v.key != "no-rewrites" for v in menu_for(NEAR_MISSES[name], None)[0])
+
+
+def test_sum_after_linear_is_one_pass_over_x_and_one_over_w() -> None:
+    """No GEMM left: the weights summed over the output features (a reduction over dim 0 of W [29, 37]),
+    then x times that vector summed over K."""
+    traced, plan = _plan(FIRES["sum_after_linear"][0], {}, None)
+    live = [n for g in plan.groups for n in g.nodes]
+    assert not any(n.kind == MM for n in live)
+    sums = [n for n in live if n.kind == REDUCE]
+    assert [n.shape for n in sums] == [(1, 1, 37), (11, 1), (1, 1)]  # W rows, x @ w, bias
+
+
+def test_avgpool_after_linear_gemm_has_pooled_outputs() -> None:
+    traced, plan = _plan(FIRES["avgpool_after_linear"][0], {}, None)
+    mms = [g.nodes[0] for g in plan.groups if g.kind == "matmul"]
+    assert [m.shape for m in mms] == [(11, 9)]
+    traced, plan = _plan(FIRES["avgpool_after_linear"][0], {"no_rewrites": True}, None)
+    assert [g.nodes[0].shape for g in plan.groups if g.kind == "matmul"] == [(11, 45)]
