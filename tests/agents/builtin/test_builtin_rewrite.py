@@ -62,8 +62,17 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
                                      "[torch.randn(131, 29), torch.randn(29, 140)]"), ["triangular-matmul"]),
     "tril_negative_diag": (_problem("tril_negative_diag", "pass", "a, b", "return torch.tril(a @ b, diagonal=-70)",
                                     "[torch.randn(145, 19), torch.randn(19, 133)]"), ["triangular-matmul"]),
+    "scaled_operand_matmul": (_problem("scaled_operand_matmul", "pass", "a, b", "return torch.relu((a * 0.5) @ b)",
+                                       "[torch.randn(23, 19), torch.randn(19, 29)]"), ["scalar-after-matmul"]),
+    "scaled_weight_linear": (_problem("scaled_weight_linear", "self.w = nn.Parameter(torch.randn(29, 37))", "x",
+                                      "return F.linear(x, self.w / 3.0) + 1.0", "[torch.randn(11, 37)]"),
+                             ["scalar-after-matmul"]),
+    "scaled_tril_and_sum": (_problem("scaled_tril_and_sum", "self.linear = nn.Linear(37, 29)", "a, b, x",
+                                     "return torch.tril((2.0 * a) @ b), self.linear(x).sum(1)",
+                                     "[torch.randn(70, 19), torch.randn(19, 67), torch.randn(11, 37)]"),
+                            ["gemv-of-reduced-weights", "triangular-matmul", "scalar-after-matmul"]),
 }
-UNWRITABLE_PLAIN = {"tril_of_matmul", "triu_diag_of_matmul", "tril_negative_diag"}  # tril's index grids: no kernel
+UNWRITABLE_PLAIN = {"tril_of_matmul", "triu_diag_of_matmul", "tril_negative_diag", "scaled_tril_and_sum"}  # tril's index grids: no kernel
 
 # name -> problem where a rewrite almost applies but must not
 NEAR_MISSES: dict[str, Problem] = {
@@ -90,6 +99,13 @@ NEAR_MISSES: dict[str, Problem] = {
                                      "[torch.randn(13, 19), torch.randn(19, 13)]"),
     "tril_of_bmm": _problem("tril_of_bmm", "pass", "a, b", "return torch.tril(torch.bmm(a, b))",
                             "[torch.randn(2, 13, 19), torch.randn(2, 19, 13)]"),
+    "scaled_operand_read_twice": _problem("scaled_operand_read_twice", "pass", "a, b",
+                                          "s = a * 0.5\n        return s @ b, s",
+                                          "[torch.randn(23, 19), torch.randn(19, 29)]"),
+    "operand_times_tensor": _problem("operand_times_tensor", "pass", "a, b, c", "return (a * c) @ b",
+                                     "[torch.randn(23, 19), torch.randn(19, 29), torch.randn(1, 19)]"),
+    "operand_broadcast_scalar_add": _problem("operand_broadcast_scalar_add", "pass", "a, b", "return (a + 2.0) @ b",
+                                             "[torch.randn(23, 19), torch.randn(19, 29)]"),
     "avgpool_over_rows": _problem("avgpool_over_rows", "self.linear = nn.Linear(37, 45)", "x",
                                   "return F.avg_pool1d(self.linear(x).t().unsqueeze(0), 5)",
                                   "[torch.randn(10, 37)]"),
@@ -181,3 +197,11 @@ def test_triangular_matmul_skips_zero_tiles_and_masks_in_the_kernel(generated: d
     assert "_pointwise" not in src  # the index grids of tril's decomposition are gone
     triu = generated["triu_diag_of_matmul"].source
     assert triu is not None and "pid_n * BLOCK_N + BLOCK_N - 1 - pid_m * BLOCK_M < 1" in triu
+
+
+def test_scalar_after_matmul_leaves_one_kernel() -> None:
+    """The scaled copy of the operand is gone: the scale is one multiply in the matmul's epilogue."""
+    _, plan = _plan(FIRES["scaled_operand_matmul"][0], {}, None)
+    assert [g.kind for g in plan.groups] == ["matmul"]
+    _, plain = _plan(FIRES["scaled_operand_matmul"][0], {"no_rewrites": True}, None)
+    assert [g.kind for g in plain.groups] == ["pointwise", "matmul"]

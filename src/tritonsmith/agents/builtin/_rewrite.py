@@ -277,10 +277,52 @@ def _index_along(v: Any, shape: tuple[int, int]) -> bool:
         and io.attrs.get("dim") == 0
 
 
+def scalar_after_matmul(lw: Lowering, uses: _Uses) -> bool:
+    """``(s * A) @ B == s * (A @ B)`` and ``(A / s) @ B == (A @ B) / s`` (either operand, ``s`` a number).
+
+    A scalar multiply or divide of a matmul operand is a separate pass over that operand (a pointwise kernel
+    writing a scaled copy, or a scaled copy of the weights on every call); after the product it is one
+    operation per output element in the matmul's epilogue. Matches a fp32 operand that is exactly
+    ``mul(T, s)``, ``mul(s, T)`` or ``div(T, s)`` of the operand's own shape (or a transpose of one, as a
+    linear layer reads its weight), read by nothing else."""
+    for mm in uses.live:
+        if mm.kind != MM:
+            continue
+        for i, op in enumerate(mm.args):
+            view = op if isinstance(op, Node) and op.kind == VIEW and op.attrs.get("how") == "permute" else None
+            inner = op.args[0] if view is not None else op  # a linear layer reads its weight transposed
+            scaled = _scalar_of(inner)
+            if scaled is None or not uses.only_reader(inner, view or mm) or (view and not uses.only_reader(view, mm)):
+                continue
+            t, how, s = scaled
+            args = list(mm.args)
+            args[i] = lw.permute(t, list(view.attrs["perm"])) if view is not None else t
+            new = lw.mm(args[0], args[1])
+            new.attrs.update(mm.attrs)  # a triangular mark stays: its zeros scale to zeros
+            uses.replace(mm, lw.pw(how, new, s))
+            return True
+    return False
+
+
+def _scalar_of(op: Any) -> tuple[Node, str, float | int] | None:
+    """(T, "mul"/"div", s) when ``op`` is ``T * s``, ``s * T`` or ``T / s`` with a Python number ``s``."""
+    if not isinstance(op, Node) or op.kind != PW or op.op not in ("mul", "div") or len(op.args) != 2 or op.attrs:
+        return None
+    a, b = op.args
+    if op.op == "mul" and not isinstance(a, Node):
+        a, b = b, a
+    if not isinstance(a, Node) or isinstance(b, (Node, bool)) or not isinstance(b, (int, float)):
+        return None
+    if a.shape != op.shape or a.dtype != torch.float32 or op.dtype != torch.float32:
+        return None
+    return a, op.op, b
+
+
 Rewrite = Callable[[Lowering, _Uses], bool]
 REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("gemv-of-reduced-weights", gemv_of_reduced_weights),
     ("linear-of-pooled-weights", linear_of_pooled_weights),
     ("triangular-matmul", triangular_matmul),
+    ("scalar-after-matmul", scalar_after_matmul),
 )
 
