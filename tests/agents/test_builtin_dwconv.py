@@ -1,6 +1,7 @@
 """The built-in generator's depthwise convolution kernels (a window kernel with weighted taps): small odd
 shapes, run for real on the Triton interpreter against the reference (atol = rtol = 1e-4, two trials of
-fresh random inputs). Other convolutions (dense, grouped, transposed) stay torch calls."""
+fresh random inputs). Other convolutions (dense, grouped, transposed) are implicit GEMMs (test_builtin_convgemm.py)
+or torch calls."""
 
 from __future__ import annotations
 
@@ -113,12 +114,15 @@ def test_depthwise_variants_change_the_launch() -> None:
     ("single_channel_conv", "nn.Conv2d(1, 3, 3)", "2, 1, 11, 13"),
     ("transposed_depthwise", "nn.ConvTranspose2d(3, 3, 3, groups=3)", "2, 3, 11, 13"),
 ])
-def test_other_convolutions_stay_torch_calls(name: str, layer: str, shape: str) -> None:
-    """Pure: nothing to write. With a chain after it: the conv is a torch call and the chain a Triton kernel."""
+def test_other_convolutions_are_implicit_gemms_or_torch_calls(name: str, layer: str, shape: str) -> None:
+    """Not depthwise windows. Pure: an implicit-GEMM Triton kernel (``_convgemm``, tested in
+    test_builtin_convgemm.py). With a chain after it, first: the conv is a torch call and the chain a Triton
+    kernel."""
     pure = _problem(name, f"        self.layer = {layer}", "x):\n        return self.layer(x)",
                     f"[torch.randn({shape})]")
     cand = BuiltinGenerator().generate(GenerationRequest(problem=pure, iteration=0))
-    assert cand.source is None and "nothing to write in Triton" in cand.note and not summarize(pure).emittable
+    assert cand.source is not None and "_conv_0_kernel" in cand.source and "tl.fma(" not in cand.source
+    assert summarize(pure).kernels == ("conv",)
     chained = _problem(name, f"        self.layer = {layer}", "x):\n        return torch.relu(self.layer(x))",
                        f"[torch.randn({shape})]")
     cand = BuiltinGenerator().generate(GenerationRequest(problem=chained, iteration=0))

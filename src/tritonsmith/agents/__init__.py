@@ -1,8 +1,9 @@
 """Generators: they write ``ModelNew`` candidates for the refinement loop.
 
 :class:`Generator` is the contract (``generate(GenerationRequest) -> Candidate``); :class:`BuiltinGenerator`
-needs no LLM; :class:`LLMGenerator` drives any LangChain chat model, with the tools
-:func:`default_toolkit` gives each request. Importing this package loads
+needs no LLM; :class:`LLMGenerator` drives any LangChain chat model as a small subgraph (an agent node and a
+``ToolNode``, whose node names are :data:`LLM_NODE_NAMES`), with the tools :func:`default_toolkit` gives each
+request: the public tools of :mod:`tritonsmith.tools`, bound to the problem. Importing this package loads
 nothing heavy: each name is imported on first use.
 """
 
@@ -19,6 +20,9 @@ __all__ = [
     "Generator",
     "LLMConfigurationError",
     "LLMGenerator",
+    "LLM_NODE_NAMES",
+    "ModelUnavailableError",
+    "Pricing",
     "TokenUsage",
     "default_toolkit",
 ]
@@ -32,6 +36,9 @@ _LAZY = {
     "BuiltinGenerator": "tritonsmith.agents.builtin",
     "LLMConfigurationError": "tritonsmith.agents.llm",
     "LLMGenerator": "tritonsmith.agents.llm",
+    "LLM_NODE_NAMES": "tritonsmith.agents._llm_graph",
+    "ModelUnavailableError": "tritonsmith.agents.llm",
+    "Pricing": "tritonsmith.agents.llm",
     "default_toolkit": "tritonsmith.agents._llm_tools",
 }
 
@@ -39,7 +46,8 @@ if TYPE_CHECKING:
     from tritonsmith.agents._llm_tools import default_toolkit
     from tritonsmith.agents.base import Attempt, Candidate, GenerationRequest, Generator, TokenUsage
     from tritonsmith.agents.builtin import BuiltinGenerator
-    from tritonsmith.agents.llm import LLMConfigurationError, LLMGenerator
+    from tritonsmith.agents._llm_graph import LLM_NODE_NAMES
+    from tritonsmith.agents.llm import LLMConfigurationError, LLMGenerator, ModelUnavailableError, Pricing
 
 
 def __getattr__(name: str) -> Any:

@@ -65,6 +65,11 @@ CASES: dict[str, tuple[Problem, str]] = {
                                 "        self.gn = nn.GroupNorm(2, 6)",
                                 "x):\n        return self.gn(self.conv(x))", "[torch.randn(6, 3, 8, 9)]"),
                        "_row_0_kernel"),
+    "implicit_gemm_conv": (_problem("implicit_gemm_conv", "        self.conv = nn.Conv2d(3, 5, 3, stride=2, padding=1)",
+                                    "x):\n        return self.conv(x)", "[torch.randn(6, 3, 9, 8)]"), "_conv_0_kernel"),
+    "transposed_conv": (_problem("transposed_conv", "        self.conv = nn.ConvTranspose1d(4, 6, 3, stride=2, groups=2)",
+                                 "x):\n        return self.conv(x)", "[torch.randn(7, 4, 9)]"),
+                        "_conv_0_kernel"),
     "cat_features": (_problem("cat_features", "", "x, y):\n        return torch.cat([x * 2.0, y], dim=1)",
                               "[torch.randn(6, 5), torch.randn(6, 3)]"), "_pointwise_"),
 }

@@ -32,10 +32,17 @@ kernel per group:
   too (``_dwconv.py``): BLOCK contiguous outputs per program, the filter unrolled at compile time, zero
   padding masked, the filter taps loaded per output channel, one fp32 FMA per tap (exact fp32, no
   tensor cores: the op is memory-bound), the bias and the following elementwise chain as epilogue;
-- all other convolutions (dense, grouped, transposed) stay torch calls, with the chain after them fused
-  into Triton (the hybrid policy: the candidate's note names the torch ops that remain); so do LSTM / GRU /
-  RNN layers (``_rnn.py``: traced as one custom op each, one call for all the outputs used), indexing
-  by a tensor and random tensors drawn in forward (``torch.randn`` initial states);
+- other convolutions (dense, grouped, dilated, strided, transposed; 1-D to 3-D) -> an implicit-GEMM "conv"
+  kernel (``_convgemm.py``): M = images x output positions, N = output channels per group, K = input
+  channels per group x filter taps, the input gathered through its strides (zero padding masked; a
+  transposed convolution in gather form), in-loop ``tf32x3`` dots (``ieee`` a variant), the bias and the
+  chain after it as epilogue. It is the default where the problem is only convolutions (a torch call
+  would be a torch wrapper); where a chain follows, cuDNN with the chain fused into a Triton kernel stays
+  first (the hybrid policy: the candidate's note names the torch ops that remain) and ``conv-triton`` is a
+  later variant;
+- LSTM / GRU / RNN layers stay torch calls (``_rnn.py``: traced as one custom op each, one call for all the
+  outputs used), and so do indexing by a tensor and random tensors drawn in forward (``torch.randn``
+  initial states);
 - whole models: parameters and buffers of any module tree are read through Python a reader can follow
   (``self.features[3].weight``, ``self.heads['aux-1'].weight``); the reference's submodule classes,
   helpers and imports are copied (submodule ``forward`` methods dropped: ModelNew's forward computes);
@@ -45,7 +52,7 @@ A bug of ours in one variant returns a candidate with ``error`` (its traceback) 
 loop records it as an ``error`` attempt and the next call tries another variant.
 
 Kernel kinds (in notes, ``PlanSummary.kernels`` and kernel names ``_<kind>_<i>_kernel``): pointwise,
-row, matmul, window, scan.
+row, matmul, window, scan, conv.
 
 Refinement reads the evaluator's verdicts in ``request.history`` and tries the next variant (block
 sizes, warps, stages, one-pass vs multi-pass rows, split vs unsplit rows, split-K, 3xTF32 vs tf32x3 vs
@@ -101,15 +108,15 @@ class _ProblemState:
         from tritonsmith.agents.builtin._shapes import other_lead
         from tritonsmith.agents.builtin._trace import leading_size
 
-        ref = leading_size(list(self.exported[1]))
-        self.other = "no tensor input has a leading dimension" if ref is None else \
-            _export_other(problem, other_lead(ref))
         try:
+            ref = leading_size(list(self.exported[1]))
+            self.other = "no tensor input has a leading dimension" if ref is None else \
+                _export_other(problem, other_lead(ref))
             self.menu, self.torch_ops = menu_for(problem, self.exported, self.other)
         except UnsupportedError as exc:
             self.error = str(exc)
             return
-        except Exception:  # a bug in lowering or partitioning: recorded as an error attempt, never raised
+        except Exception:  # a bug in lowering, partitioning or the menu: an error attempt, never raised
             log.exception("builtin: planning %s failed", problem.name)
             self.bug = traceback.format_exc(limit=20)
             return
@@ -156,7 +163,16 @@ def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
     from tritonsmith.agents.builtin._trace import trace_problem
 
     traced = trace_problem(problem, options, exported)
-    plan = partition(traced.graph)
+    try:
+        plan = partition(traced.graph)
+    except UnsupportedError:
+        # only torch convolutions (and a bias): unless the variant chose (conv-cudnn), write them in Triton
+        if "conv" in options or not any(n.kind == "extern" and n.attrs.get("op") in ("conv", "conv_transpose")
+                                         for n in traced.graph.nodes):
+            raise
+        options = {**options, "conv": "triton"}
+        traced = trace_problem(problem, options, exported)
+        plan = partition(traced.graph)
     if options.get("static_shapes"):
         return traced, plan
     ref = next((n.shape[0] for n in traced.graph.inputs if n.shape), None)

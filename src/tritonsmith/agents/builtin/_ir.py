@@ -1,5 +1,5 @@
 """The small graph the built-in generator works on: tensors, pointwise ops, reductions, matmuls, pooling
-windows, scans, torch calls.
+windows, scans, convolutions, torch calls.
 
 Every value has a static shape (KernelBench shapes are fixed; the emitted module checks them at run
 time). Reductions always keep their dimensions; ``keepdim=False`` is a reduction followed by a view.
@@ -26,6 +26,8 @@ EXTERN = "extern"  # a torch call kept as is (``attrs['call']`` formats it)
 WINDOW = "window"  # pooling, ``op`` in max/avg; attrs kernel/stride/padding/dilation: one entry per input dim;
 #                    or depthwise conv, ``op`` dwconv, args (x, weight), those attrs per spatial dim, ``mult``
 SCAN = "scan"      # inclusive scan along ``dims[0]`` (same shape as its input); ``op`` in sum/prod
+CONV = "conv"      # dense / grouped / transposed convolution without bias, args (x, weight); attrs per spatial
+#                    dim: kernel, stride, padding, dilation, output_padding; and groups, transposed
 
 REDUCE_OPS = ("sum", "max", "min", "argmax", "argmin")
 

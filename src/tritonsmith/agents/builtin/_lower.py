@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tritonsmith.agents.builtin._convcl import channels_last_strides
-from tritonsmith.agents.builtin._ir import PW, SCAN, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill
+from tritonsmith.agents.builtin._ir import (
+    CONV, PW, SCAN, VIEW, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill,
+)
 from tritonsmith.agents.builtin._rnn import lower_rnn
 
 if TYPE_CHECKING:
@@ -221,6 +223,44 @@ def _slice(lw: _Lowering, fx: Any, x: Node, dim: int = 0, start: Any = None, end
     return lw._view_like(x, shape, "slice", lambda t: t[index], dim=dim, start=lo, end=hi, step=step)
 
 
+@_reg(aten.split_with_sizes.default, aten.split.Tensor)
+def _split(lw: _Lowering, fx: Any, x: Node, sizes: Any, dim: int = 0) -> tuple[Node, ...]:
+    """``torch.split`` / ``chunk`` (``q, k, v = qkv.split(n, dim=2)``, a GRU cell's gates): one slice view per
+    piece, read through strides by the kernels after it."""
+    dim %= len(x.shape)
+    n = x.shape[dim]
+    if isinstance(sizes, int):
+        sizes = [min(sizes, n - i) for i in range(0, n, sizes)] if sizes > 0 else [n]
+    pieces, start = [], 0
+    for size in sizes:
+        end = start + int(size)
+        shape = x.shape[:dim] + (end - start,) + x.shape[dim + 1:]
+        index = (slice(None),) * dim + (slice(start, end, 1),)
+        pieces.append(x if shape == x.shape else lw._view_like(
+            x, shape, "slice", lambda t, index=index: t[index], dim=dim, start=start, end=end, step=1))
+        start = end
+    return tuple(pieces)
+
+
+@_reg(aten.unbind.int)
+def _unbind(lw: _Lowering, fx: Any, x: Node, dim: int = 0) -> tuple[Node, ...]:
+    dim %= len(x.shape)
+    shape = tuple(s for i, s in enumerate(x.shape) if i != dim)
+    return tuple(lw._view_like(x, shape, "select", lambda t, i=i: t.select(dim, i), dim=dim, index=i)
+                 for i in range(x.shape[dim]))
+
+
+@_reg(aten.repeat.default)
+def _repeat(lw: _Lowering, fx: Any, x: Node, repeats: Any) -> Node:
+    """``x.repeat(r0, r1, ...)`` (InstanceNorm's affine weights, tiled per sample): each dim ``s`` becomes
+    ``(r, s)`` broadcast, then merged: a broadcast read, copied only where a kernel needs it contiguous."""
+    reps = [int(r) for r in repeats]
+    shape = (1,) * (len(reps) - len(x.shape)) + tuple(x.shape)
+    y = lw.view(x, tuple(v for s in shape for v in (1, s)))
+    y = lw.expand(y, tuple(v for r, s in zip(reps, shape, strict=True) for v in (r, s)))
+    return lw.view(y, tuple(r * s for r, s in zip(reps, shape, strict=True)))
+
+
 @_reg(aten.expand.default)
 def _expand(lw: _Lowering, fx: Any, x: Node, shape: Any, **_: Any) -> Node:
     return lw.expand(x, tuple(shape))
@@ -403,8 +443,34 @@ def _bn_legit(lw: _Lowering, fx: Any, x: Node, w: Any, b: Any, rm: Any, rv: Any,
 
 
 # -- matmuls --------------------------------------------------------------------------------------
+def _fill_value(n: Node) -> Any:
+    """The constant of a fill seen through views (a zero initial state ``h @ W``), else None."""
+    while n.kind == VIEW:
+        n = n.args[0]
+    return n.attrs["value"] if is_fill(n) else None
+
+
+def _mm_of_fill(lw: _Lowering, a: Node, b: Node) -> Node | None:
+    """A product with a constant operand has nothing to multiply: ``c * 1 @ B`` is ``c`` times B's column
+    sums, ``A @ c * 1`` ``c`` times A's row sums, a zero operand a zero fill (no kernel reads a fill)."""
+    ca, cb = _fill_value(a), _fill_value(b)
+    if ca is None and cb is None:
+        return None
+    shape = (*a.shape[:-1], b.shape[-1])
+    if ca == 0 or cb == 0:
+        return lw.g.add(Node(PW, shape, a.dtype, op="full", attrs={"value": 0.0}))
+    sums = lw.reduce("sum", b, (len(b.shape) - 2,), True) if ca is not None else \
+        lw.reduce("sum", a, (len(a.shape) - 1,), True)
+    if ca is not None and cb is not None:
+        sums = lw.g.add(Node(PW, sums.shape, a.dtype, op="full", attrs={"value": float(cb) * a.shape[-1]}))
+    return lw.expand(lw.pw("mul", sums, float(ca if ca is not None else cb)), shape)
+
+
 @_reg(aten.mm.default, aten.bmm.default)
 def _mm(lw: _Lowering, fx: Any, a: Node, b: Node) -> Node:
+    const = _mm_of_fill(lw, a, b)
+    if const is not None:
+        return const
     if len(a.shape) == 2 and a.addressable and b.addressable:
         m, k = a.shape
         n = b.shape[1]
@@ -438,6 +504,9 @@ def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any,
     if _depthwise(x, w, val, transposed, groups):
         out = dwconv(lw, x, w, val, stride, padding, dilation)
         return out if b is None else lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd))
+    if lw.options.get("conv") == "triton" and _gemm_conv(x, w, val):
+        out = gemm_conv(lw, x, w, val, (stride, padding, dilation, output_padding), transposed, groups)
+        return out if b is None else lw.pw("add", out, lw.view(b, (b.numel,) + (1,) * nd))
     # conv-cl variant (_convcl.py): a channels-last copy of the input makes cuDNN's output channels-last too
     cl = bool(lw.options.get("conv_cl")) and nd in (2, 3) and x.strides == contiguous_strides(x.shape)
     src = "_to_channels_last({0})" if cl else "{0}"
@@ -464,6 +533,26 @@ def _depthwise(x: Node, w: Node, val: Any, transposed: bool, groups: int) -> boo
     return (not transposed and 1 <= nd <= 3 and len(x.shape) == nd + 2 and groups > 1 and x.shape[1] == groups
             and w.shape[1] == 1 and w.shape[0] % groups == 0 and x.dtype.is_floating_point
             and w.dtype == x.dtype and val.dtype == x.dtype)
+
+
+def _gemm_conv(x: Node, w: Node, val: Any) -> bool:
+    """A convolution the implicit-GEMM family writes (``_convgemm.py``): 1-D to 3-D, batched, floating point,
+    one dtype throughout."""
+    nd = len(w.shape) - 2
+    return (1 <= nd <= 3 and len(x.shape) == nd + 2 and x.dtype.is_floating_point and w.dtype == x.dtype
+            and val.dtype == x.dtype)
+
+
+def gemm_conv(lw: _Lowering, x: Node, w: Node, val: Any, geometry: tuple[Any, Any, Any, Any], transposed: bool,
+              groups: int) -> Node:
+    """A dense, grouped or transposed convolution without bias as a CONV node (args (x, weight)); attrs give
+    kernel/stride/padding/dilation/output_padding per spatial dim, ``groups`` and ``transposed``."""
+    nd = len(w.shape) - 2
+    stride, padding, dilation, output_padding = (_per_dim(v, nd) for v in geometry)
+    return lw.g.add(Node(CONV, tuple(val.shape), val.dtype, args=(x, w), op="conv_transpose" if transposed else "conv",
+                         attrs={"kernel": tuple(int(s) for s in w.shape[2:]), "stride": stride, "padding": padding,
+                                "dilation": dilation, "output_padding": output_padding, "groups": int(groups),
+                                "transposed": bool(transposed)}))
 
 
 def dwconv(lw: _Lowering, x: Node, w: Node, val: Any, stride: Any, padding: Any, dilation: Any) -> Node:
@@ -530,6 +619,65 @@ def _avg_pool(lw: _Lowering, fx: Any, x: Node, kernel: Any, stride: Any = (), pa
     return window(lw, "avg", x, fx.meta["val"], _AVG_POOL[fx.target], kernel, stride, padding, 1, ceil_mode,
                   count_include_pad=bool(count_include_pad),
                   divisor_override=None if divisor_override is None else int(divisor_override))
+
+
+_ADAPTIVE = {aten._adaptive_avg_pool2d.default: ("avg", 2), aten._adaptive_avg_pool3d.default: ("avg", 3),
+             aten.adaptive_max_pool2d.default: ("max", 2), aten.adaptive_max_pool3d.default: ("max", 3),
+             aten.adaptive_max_pool1d.default: ("max", 1)}
+
+
+@_reg(*_ADAPTIVE)
+def _adaptive_pool(lw: _Lowering, fx: Any, x: Node, output_size: Any) -> Any:
+    """Adaptive pooling: where every output size divides its input size the windows are equal (kernel =
+    stride = in / out) and it is a window kernel; otherwise the windows vary in size and it stays a torch
+    call (hybrid). The max form returns (values, indices); the indices are refused when used."""
+    op, nd = _ADAPTIVE[fx.target]
+    with_indices = op == "max"
+    if with_indices and any(u.target is operator.getitem and u.args[1] == 1 and u.users for u in fx.users):
+        raise UnsupportedError("adaptive max pooling with return_indices=True: only the pooled values are written")
+    val = fx.meta["val"][0] if with_indices else fx.meta["val"]
+    ins = x.shape[-nd:]
+    outs = tuple(int(o) for o in val.shape[-nd:])
+    if all(i % o == 0 for i, o in zip(ins, outs, strict=True)):
+        k = tuple(i // o for i, o in zip(ins, outs, strict=True))
+        extra = {} if op == "max" else {"count_include_pad": True, "divisor_override": None}
+        out = window(lw, op, x, val, nd, k, k, 0, 1, False, **extra)
+    else:
+        out = lw.extern(f"F.adaptive_{op}_pool{nd}d({{0}}, {outs})", (x,), val, op=f"adaptive_{op}_pool")
+    return (out, None) if with_indices else out
+
+
+_UPSAMPLE = {aten.upsample_nearest1d.vec: ("nearest", 1), aten.upsample_nearest2d.vec: ("nearest", 2),
+             aten.upsample_nearest3d.vec: ("nearest", 3), aten.upsample_linear1d.vec: ("linear", 1),
+             aten.upsample_bilinear2d.vec: ("bilinear", 2), aten.upsample_trilinear3d.vec: ("trilinear", 3),
+             aten.upsample_bicubic2d.vec: ("bicubic", 2)}
+
+
+@_reg(*_UPSAMPLE)
+def _upsample(lw: _Lowering, fx: Any, x: Node, output_size: Any, *rest: Any) -> Node:
+    """``F.interpolate``: nearest by whole factors is a broadcast read (each input element repeated
+    ``out / in`` times per dim: a view, fused into the kernel that reads it); other modes and fractional
+    factors stay a torch call with the reference's arguments (hybrid)."""
+    mode, nd = _UPSAMPLE[fx.target]
+    val = fx.meta["val"]
+    ins, outs = x.shape[-nd:], tuple(int(o) for o in val.shape[-nd:])
+    scales = rest[-1] if rest else None
+    whole = all(o % i == 0 for i, o in zip(ins, outs, strict=True)) and (
+        scales is None or all(float(sc) == o // i for sc, i, o in zip(scales, ins, outs, strict=True)))
+    if mode == "nearest" and whole:
+        lead = x.shape[:-nd]
+        y = lw.view(x, lead + tuple(v for i in ins for v in (i, 1)))
+        y = lw.expand(y, lead + tuple(v for i, o in zip(ins, outs, strict=True) for v in (i, o // i)))
+        return lw.view(y, tuple(val.shape))
+    how = f"scale_factor={tuple(float(sc) for sc in scales)}" if scales is not None else f"size={outs}"
+    corners = f", align_corners={bool(rest[0])}" if mode != "nearest" and rest and rest[0] is not None else ""
+    return lw.extern(f"F.interpolate({{0}}, {how}, mode={mode!r}{corners})", (x,), val, op=f"interpolate_{mode}")
+
+
+@_reg(aten.embedding.default)
+def _embedding(lw: _Lowering, fx: Any, weight: Node, indices: Node, *_: Any) -> Node:
+    """A lookup by an index tensor: a torch call (as indexing by a tensor is), the work after it in Triton."""
+    return lw.extern("F.embedding({1}, {0})", (weight, indices), fx.meta["val"], op="embedding")
 
 
 @_reg(aten.cumsum.default, aten.cumprod.default)

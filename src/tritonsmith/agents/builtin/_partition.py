@@ -1,5 +1,5 @@
 """Fusion groups: consecutive pointwise ops, reductions sharing one set of rows, a matmul or a pooling
-window with the pointwise chain after it (its epilogue), a scan with the pointwise ops before and after
+window or a convolution with the pointwise chain after it (its epilogue), a scan with the pointwise ops before and after
 it along the same rows, and torch calls kept as they are (the hybrid policy).
 
 Constant fills belong to no group: every reader inlines the value. A concatenation starts a pointwise group
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from tritonsmith.agents.builtin._ir import (
-    EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lead, Node, UnsupportedError,
+    CONV, EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lead, Node, UnsupportedError,
     contiguous_strides, is_fill, numel,
 )
 
@@ -21,6 +21,7 @@ __all__ = ["Group", "Plan", "RowDomain", "apply_view", "layout", "partition", "r
 
 POINTWISE, ROW, MATMUL, TORCH = "pointwise", "row", "matmul", "torch"
 WINDOWS, SCANS = "window", "scan"  # group kinds of pooling windows and of scans
+CONVS = "conv"  # group kind of an implicit-GEMM convolution (its elementwise chain as epilogue)
 FULL, KEPT = "full", "kept"
 
 
@@ -157,6 +158,9 @@ class _Partitioner:
         if n.kind == MM:
             self._new(MATMUL, n, n.numel, rank=FULL)
             return
+        if n.kind == CONV:  # reads windows of its input across channels: the input must be in memory
+            self._new(CONVS, n, n.numel, rank=FULL)
+            return
         if n.kind == WINDOW:  # reads a window around each output: its input must be in memory
             self._new(WINDOWS, n, n.numel, rank=FULL)
             return
@@ -219,7 +223,7 @@ class _Partitioner:
         if any(not g.has(a) and g.has(resolve_base(a, self.owner)) for a in n.node_args()):
             return None  # reads a permuted/sliced view of g's own value: only after g has stored it
         internal = [a for a in n.node_args() if g.has(a)]
-        if g.kind in (POINTWISE, MATMUL, WINDOWS, SCANS):
+        if g.kind in (POINTWISE, MATMUL, WINDOWS, SCANS, CONVS):
             return FULL if n.numel == g.numel else None
         dom = g.domain
         assert dom is not None

@@ -15,7 +15,9 @@ from tritonsmith.agents.builtin._hints import order_by_hints, profile_hints
 from tritonsmith.agents.builtin._ir import PW, Node
 from tritonsmith.agents.builtin._kernelbase import next_pow2
 from tritonsmith.agents.builtin._matmul import mm_shapes
-from tritonsmith.agents.builtin._partition import MATMUL, POINTWISE, ROW, SCANS, WINDOWS, Group, Plan
+from tritonsmith.agents.builtin._partition import (
+    CONVS, MATMUL, POINTWISE, ROW, SCANS, TORCH, WINDOWS, Group, Plan,
+)
 from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
 from tritonsmith.core.results import EvalStatus
 
@@ -47,6 +49,8 @@ def group_config(g: Group, overrides: dict[str, Any]) -> dict[str, Any]:
         cfg = {"BLOCK": 1024, "num_warps": 4}
     elif g.kind == SCANS and g.domain is not None:
         cfg = _scan_config(g, int(overrides.get("tile", 4096)))
+    elif g.kind == CONVS:
+        cfg = _conv_config(g)
     cfg.update({k: v for k, v in overrides.items() if k not in ("tile", "presplit")})
     return cfg
 
@@ -65,6 +69,37 @@ def _scan_config(g: Group, tile: int) -> dict[str, Any]:
         block_k = min(64, next_pow2(dom.k))
         block_r = max(1, min(r, tile // block_k))
     return {"BLOCK_K": block_k, "BLOCK_R": block_r, "num_warps": 8 if block_k * block_r >= 4096 else 4}
+
+
+def _conv_config(g: Group) -> dict[str, Any]:
+    """Implicit-GEMM convolution tiles: 128 rows (output positions) x up to 64 output channels x 32 of K,
+    8 warps, 3 stages, in-loop tf32x3 for fp32 (the matmul family's default shape: under the in-loop split
+    128x128 tiles spilled, sm_90 AOT); narrower columns where a group has few output channels (a dot needs
+    at least 16)."""
+    n = g.nodes[0]
+    groups = int(n.attrs["groups"])
+    cout_g = n.shape[1] // groups
+    k = n.args[0].shape[1] // groups
+    for s in n.attrs["kernel"]:
+        k *= s
+    bn = min(64, max(16, next_pow2(cout_g)))
+    # a strided transposed conv computes its gather indices per element of the A tile: 128x32 of them spilled
+    # 38 registers on 4 warps (sm_90 AOT, KernelBench 75_conv_transposed_2D), 128x16 on 8 warps none
+    gather = bool(n.attrs["transposed"]) and any(s > 1 for s in n.attrs["stride"])
+    return {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 16 if gather or k <= 16 else 32, "num_warps": 8,
+            "num_stages": 3, "precision": "tf32x3"}
+
+
+def _conv_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
+    """Variants of a plan whose convolutions are written in Triton (a pure convolution problem): other
+    tiles, then cuDNN (writable only where a Triton kernel remains besides the bias: otherwise a torch
+    wrapper, skipped)."""
+    # 128x128 tiles spilled 52 registers on KernelBench 50_conv_standard_2D (11x11 filter, sm_90 AOT): not offered
+    out = [Variant("conv-64x64", "64x64 convolution tiles, 4 warps, 3 stages (more programs)", base_opts,
+                   {CONVS: {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}})]
+    out.append(Variant("conv-cudnn", "the convolutions as torch (cuDNN) calls, the rest in Triton",
+                       {**base_opts, "conv": "torch"}, {}))
+    return out
 
 
 def mm_intensity(g: Group) -> float:
@@ -194,6 +229,9 @@ def variant_menu(plan: Plan) -> list[Variant]:
         # first: on the H200 cuDNN ran these convolutions 1.3-1.7x faster channels-last (_convcl.py)
         menu.insert(0, Variant("conv-cl", "channels-last convolution (Triton input transpose) and epilogue",
                                {**base_opts, "conv_cl": True}, {POINTWISE: {"channels_last": True}}))
+    if CONVS in kinds and MATMUL not in kinds:
+        menu.append(Variant("ieee", "fp32 dot with input_precision='ieee' (the tf32 split missed the tolerance?)",
+                            base_opts, {CONVS: {"precision": "ieee"}}))
     if MATMUL in kinds:
         menu += _matmul_variants(plan, base_opts)
         aligned = next((v for v in menu if v.key == "mm-aligned"), None)
@@ -209,6 +247,17 @@ def variant_menu(plan: Plan) -> list[Variant]:
                          {WINDOWS: {"BLOCK": 256, "num_warps": 2}}),
                  Variant("window-4096", "4096 outputs per program, 8 warps", base_opts,
                          {WINDOWS: {"BLOCK": 4096, "num_warps": 8}})]
+    if CONVS in kinds:
+        menu += _conv_variants(plan, base_opts)
+    elif any(g.kind == TORCH and g.nodes[0].attrs.get("op") in ("conv", "conv_transpose") for g in plan.groups):
+        # cuDNN with a Triton epilogue stays first (verified on 85 of the dev split's 100 at 1.14x, H200
+        # 2026-12-04); the implicit-GEMM convolution with the chain fused into its epilogue is the next idea
+        menu.insert(min(2, len(menu)), Variant("conv-triton", "the convolutions as Triton implicit GEMMs with the "
+                                               "elementwise chain fused into their epilogue",
+                                               {**base_opts, "conv": "triton"}, {}))
+        menu.append(Variant("conv-triton-m64", "Triton implicit-GEMM convolutions, 64x64 tiles, 4 warps",
+                            {**base_opts, "conv": "triton"},
+                            {CONVS: {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}}))
     if SCANS in kinds:
         menu += [Variant("scan-wide", "scan blocks of about 16K elements", base_opts, {SCANS: {"tile": 16384}}),
                  Variant("scan-1k", "scan blocks of about 1K elements", base_opts, {SCANS: {"tile": 1024}})]
@@ -228,8 +277,11 @@ def _matmul_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
     groups = [g for g in plan.groups if g.kind == MATMUL]
     cfgs = [group_config(g, {}) for g in groups]
     in_loop = all(_fp32_operands(g) for g in groups)  # fp32 defaults are always the in-loop tf32x3
+    ieee: dict[str, dict[str, Any]] = {MATMUL: {"precision": "ieee", "num_stages": 3}}
+    if any(g.kind == CONVS for g in plan.groups):
+        ieee[CONVS] = {"precision": "ieee"}
     out = [Variant("ieee", "fp32 dot with input_precision='ieee' (the tf32 split missed the tolerance?)",
-                   base_opts, {MATMUL: {"precision": "ieee", "num_stages": 3}})]
+                   base_opts, ieee)]
     if in_loop:
         # 128x128 won on one problem of 13 (1.61x vs 1.31x); under the in-loop split 64x128 tiles with 4 warps
         # spilled 28-76 registers (sm_90 AOT), 64x64 none
@@ -314,7 +366,8 @@ def choose_variant(menu: Sequence[Variant], history: Sequence[Attempt]) -> Varia
     elif last is not None and last.result is not None and last.result.status is EvalStatus.TIMEOUT:
         pick = next((v for v in left if any(w in v.key for w in ("split", "wide", "4096"))), pick)
     if wrong and pick.key != "ieee":
-        overrides = {**pick.overrides, MATMUL: {**pick.overrides.get(MATMUL, {}), "precision": "ieee"}}
+        overrides = {**pick.overrides, MATMUL: {**pick.overrides.get(MATMUL, {}), "precision": "ieee"},
+                     CONVS: {**pick.overrides.get(CONVS, {}), "precision": "ieee"}}
         pick = Variant(pick.key + "+ieee", pick.why + "; fp32 dot in ieee precision", pick.options, overrides)
     return pick
 

@@ -1,0 +1,290 @@
+"""Convolutions (dense, grouped, dilated, strided, transposed; 1-D to 3-D) as implicit-GEMM Triton kernels.
+
+Per group ``g`` of ``groups``, the convolution is a GEMM that is never materialised:
+
+    out[m, n] = sum_k A[m, k] * B[k, n],   m = (image, output position), n = output channel in the group,
+                                            k = (input channel in the group, filter tap)
+
+with M = N * O1 * ... * Od, N = C_out / groups, K = C_in / groups * K1 * ... * Kd. A tile of A is gathered from
+the input through its strides (the "im2col" matrix exists only in registers), a tile of B is read from the
+filter; k runs over (channel, taps) in the filter's own memory order, so a contiguous filter is read along k.
+Each program computes a BLOCK_M x BLOCK_N tile with fp32 accumulation through tensor-core dots whose
+precision keeps fp32 accuracy (``tf32x3``: three tf32 passes, as the matmul family; ``ieee`` a variant),
+then runs the bias and the elementwise chain after the convolution as its epilogue and stores NCHW output.
+
+Zero padding is a mask on the gathered loads. A transposed convolution is the same GEMM in gather form: output
+position ``o`` takes tap ``t`` from input position ``i = (o + p - t * d) / s`` where that is a whole number in
+range (masked otherwise), with the filter read as ``w[c_in, c_out, taps]``. Along a dimension of stride 1 the
+gather is a shifted window as in the forward case; along a strided one (s - 1) / s of the taps are masked.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConvGeometry", "conv_geometry", "conv_kernel"]
+
+from dataclasses import dataclass
+from typing import Any
+
+from tritonsmith.agents.builtin._ir import Node
+from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter
+from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """Sizes of one convolution node's implicit GEMM and the layouts it reads."""
+
+    batch: int
+    groups: int
+    cin_g: int
+    cout_g: int
+    cout: int
+    ins: tuple[int, ...]       # input spatial sizes
+    outs: tuple[int, ...]      # output spatial sizes
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    transposed: bool
+    x: tuple[Node, tuple[int, ...], int]  # base, strides, offset
+    w: tuple[Node, tuple[int, ...], int]
+
+    @property
+    def taps(self) -> int:
+        t = 1
+        for k in self.kernel:
+            t *= k
+        return t
+
+    @property
+    def positions(self) -> int:
+        """Output positions per image and channel."""
+        p = 1
+        for o in self.outs:
+            p *= o
+        return p
+
+    @property
+    def m(self) -> int:
+        return self.batch * self.positions
+
+    @property
+    def k(self) -> int:
+        return self.cin_g * self.taps
+
+
+def conv_geometry(plan: Plan, n: Node) -> ConvGeometry:
+    x, wt = n.args
+    a = n.attrs
+    groups = int(a["groups"])
+    return ConvGeometry(batch=x.shape[0], groups=groups, cin_g=x.shape[1] // groups, cout_g=n.shape[1] // groups,
+                        cout=n.shape[1], ins=tuple(x.shape[2:]), outs=tuple(n.shape[2:]), kernel=tuple(a["kernel"]),
+                        stride=tuple(a["stride"]), padding=tuple(a["padding"]), dilation=tuple(a["dilation"]),
+                        transposed=bool(a["transposed"]), x=layout(x, plan.owner), w=layout(wt, plan.owner))
+
+
+def _term(var: str, factor: int) -> str | None:
+    """``var * factor`` without the multiplications by 0 and 1."""
+    if factor == 0:
+        return None
+    return var if factor == 1 else f"{var} * {factor}"
+
+
+def _sum(terms: list[str | None]) -> str:
+    kept = [t for t in terms if t]
+    return " + ".join(kept).replace("+ -", "- ") if kept else "0"
+
+
+def _head_lines(s: ConvGeometry, i64: bool, m_text: str) -> list[str]:
+    """Program ids, the tile's rows (m: image and output position; ``m_text`` of them, ``lead * positions``
+    where the batch is a run-time size) and columns (n: output channel in the group), and each row's output
+    coordinates ``o{j}`` and image ``img``."""
+    cast = ".to(tl.int64)" if i64 else ""
+    lines = ["pid = tl.program_id(0)",
+             f"grp = tl.program_id(1){cast}  # convolution group" if s.groups > 1 else "",
+             f"num_n = tl.cdiv({s.cout_g}, BLOCK_N)",
+             "# consecutive programs share a row tile (the same input windows) while it is in L2",
+             "pid_m = pid // num_n",
+             "pid_n = pid % num_n",
+             f"rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)){cast}  # image * positions + output position",
+             "rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)  # output channel within the group",
+             "rk = tl.arange(0, BLOCK_K)",
+             f"mmask = rm < {m_text}",
+             f"nmask = rn < {s.cout_g}"]
+    inner = 1
+    coords: list[str] = []
+    for j in range(len(s.outs) - 1, -1, -1):
+        q = "rm" if inner == 1 else f"(rm // {inner})"
+        coords.insert(0, f"o{j} = {q} % {s.outs[j]}  # output position along spatial dim {j}")
+        inner *= s.outs[j]
+    lines += coords
+    if s.batch > 1:
+        lines.append(f"img = rm // {s.positions}  # image")
+    return [ln for ln in lines if ln]
+
+
+def _row_base(s: ConvGeometry) -> tuple[list[str], list[str]]:
+    """Per-row (m) parts of the input address: lines, and the names of the per-row window origins ``h{j}``.
+
+    Forward: the window of output ``o`` starts at ``o * s - p``. Transposed: ``u = o + p`` (the tap ``t`` then
+    reads input ``(u - t * d) / s``)."""
+    xs, xoff = s.x[1], s.x[2]
+    lines: list[str] = []
+    terms: list[str | None] = [_term("img", xs[0])] if s.batch > 1 else []
+    if s.groups > 1:
+        terms.append(_term("grp", s.cin_g * xs[1]))
+    for j in range(len(s.outs)):
+        if s.transposed:
+            lines.append(f"h{j} = o{j}" + (f" + {s.padding[j]}" if s.padding[j] else "") +
+                         f"  # o + padding along spatial dim {j}")
+            if s.stride[j] == 1:  # a plain shifted window: this dim's address splits into row + column parts
+                terms.append(_term(f"h{j}", xs[2 + j]))
+        else:
+            start = _term(f"o{j}", s.stride[j]) or "0"
+            lines.append(f"h{j} = {start}" + (f" - {s.padding[j]}" if s.padding[j] else "") +
+                         f"  # first input position of the window along spatial dim {j}")
+            terms.append(_term(f"h{j}", xs[2 + j]))
+    if not any(t and ("img" in t or "h" in t) for t in terms):
+        terms.insert(0, "rm * 0")  # no per-row part: still one address per row
+    if xoff:
+        terms.append(str(xoff))
+    lines.append(f"xm = {_sum(terms)}  # input address of each row's window origin")
+    return lines, [f"h{j}" for j in range(len(s.outs))]
+
+
+def _tap_lines(s: ConvGeometry) -> list[str]:
+    """Inside the K loop: the column index ``k`` split into input channel ``c`` and taps ``t{j}``, the
+    column parts of the input address (``xk``) and of the filter address (``wk``)."""
+    lines = ["k = k0 + rk"]
+    lines.append(f"c = k // {s.taps}  # input channel within the group" if s.taps > 1 else "c = k")
+    inner = 1
+    taps: dict[int, str] = {}
+    for j in range(len(s.kernel) - 1, -1, -1):
+        if s.kernel[j] > 1:
+            q = "k" if inner == 1 else f"(k // {inner})"
+            lines.append(f"t{j} = {q} % {s.kernel[j]}  # filter tap along spatial dim {j}")
+            taps[j] = f"t{j}"
+        inner *= s.kernel[j]
+    xs, (ws, woff) = s.x[1], (s.w[1], s.w[2])
+    xk: list[str | None] = [_term("c", xs[1])]
+    for j, t in sorted(taps.items()):
+        if not s.transposed:
+            xk.append(_term(t, s.dilation[j] * xs[2 + j]))
+        elif s.stride[j] == 1:
+            xk.append(_term(t, -s.dilation[j] * xs[2 + j]))
+    lines.append(f"xk = {_sum(xk)}")
+    # filter: forward w[c_out, c, taps], transposed w[c_in, c_out_in_group, taps]
+    wc = ws[0] if s.transposed else ws[1]
+    contiguous = not s.transposed and wc == s.taps and all(ws[2 + j] == _inner(s.kernel, j) for j in taps)
+    # a contiguous forward filter is read along k itself: (channel, taps) is its own memory order
+    wk = "k" if contiguous else _sum([_term("c", wc)] + [_term(taps[j], ws[2 + j]) for j in sorted(taps)])
+    if s.transposed and s.groups > 1:
+        wk = f"{wk} + grp * {s.cin_g * ws[0]}"
+    if woff:
+        wk = f"{wk} + {woff}"
+    lines.append(f"wk = {wk}")
+    return lines
+
+
+def _inner(kernel: tuple[int, ...], j: int) -> int:
+    p = 1
+    for k in kernel[j + 1:]:
+        p *= k
+    return p
+
+
+def _gather_lines(s: ConvGeometry, xptr: str, kmask: bool) -> list[str]:
+    """The A tile: masks for padding (and, transposed, for taps that fall between input positions), then
+    the gathered load."""
+    lines: list[str] = []
+    conds = ["mmask[:, None]"] + (["(k < K)[None, :]"] if kmask else [])
+    extra: list[str] = []
+    for j in range(len(s.outs)):
+        i, o, kk, st, p, d = s.ins[j], s.outs[j], s.kernel[j], s.stride[j], s.padding[j], s.dilation[j]
+        tap = f"t{j}[None, :]" if kk > 1 else None
+        if not s.transposed:
+            low = p > 0
+            high = (o - 1) * st - p + (kk - 1) * d >= i
+            if not (low or high):
+                continue
+            shift = _term(tap, d) if tap else None
+            pos = f"h{j}[:, None]" + (f" + {shift}" if shift else "")
+            lines.append(f"i{j} = {pos}  # input position along spatial dim {j}")
+            conds += ([f"(i{j} >= 0)"] if low else []) + ([f"(i{j} < {i})"] if high else [])
+            continue
+        shift = _term(tap, d) if tap else None
+        lines.append(f"u{j} = h{j}[:, None]" + (f" - {shift}" if shift else "") +
+                     f"  # o + p - t * d along spatial dim {j}")
+        if st == 1:
+            low = (kk - 1) * d > p
+            high = o - 1 + p >= i
+            conds += ([f"(u{j} >= 0)"] if low else []) + ([f"(u{j} < {i})"] if high else [])
+            continue
+        # strided: only taps landing on a whole input position count; clamp first so // and % see u >= 0
+        lines.append(f"uc{j} = tl.maximum(u{j}, 0)")
+        lines.append(f"i{j} = uc{j} // {st}  # input position along spatial dim {j}")
+        conds += [f"(u{j} >= 0)", f"((uc{j} % {st}) == 0)", f"(i{j} < {i})"]
+        extra.append(_term(f"i{j}", s.x[1][2 + j]) or "0")
+    addr = "xm[:, None] + xk[None, :]" + "".join(f" + {e}" for e in extra)
+    lines.append(f"amask = {' & '.join(conds)}")
+    lines.append(f"xa = tl.load({xptr} + {addr}, mask=amask, other=0.0)")
+    return lines
+
+
+def conv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
+    """out[img, grp * N + n, o...] = sum over (c, t...) of x[img, grp * C + c, i(o, t)...] * w[...]: the
+    convolution as an implicit GEMM, then the group's epilogue (bias and the elementwise chain)."""
+    w = KernelWriter(plan, g, name)
+    n = g.nodes[0]
+    s = conv_geometry(plan, n)
+    xptr, wptr = w.base_ptr(s.x[0]), w.base_ptr(s.w[0])
+    w.check_size(g.numel)
+    w.check_size(s.m * s.cout)
+    # shape-generic (_shapes): the batch is the leading size, a run-time argument; every stride stays fixed
+    m_text = w.size(s.m, w.lead is not None and w.lead.batched(n))
+    bm, bn, bk = int(cfg.get("BLOCK_M", 128)), int(cfg.get("BLOCK_N", 64)), int(cfg.get("BLOCK_K", 32))
+    epi: list[str] = []
+    cache: dict[Any, str] = {}
+    for node in g.nodes[1:]:
+        w.pointwise_line(node, epi, cache)
+    epi += [w.store(o, FULL) for o in g.outputs]
+    row, _ = _row_base(s)
+    wn = f"(grp * {s.cout_g} + rn) * {s.w[1][0]}" if not s.transposed else f"rn * {s.w[1][1]}"
+    if not s.transposed and s.groups == 1:
+        wn = f"rn * {s.w[1][0]}"
+    kmask = s.k % bk != 0
+    wmask = " & ".join((["(k < K)[:, None]"] if kmask else []) + (["nmask[None, :]"] if s.cout_g % bn else []))
+    wload = f"tl.load({wptr} + wk[:, None] + wn[None, :]" + (f", mask={wmask}, other=0.0)" if wmask else ")")
+    loop = (["acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
+             f"wn = {wn}  # filter address of each output channel",
+             "for k0 in range(0, K, BLOCK_K):"] +
+            [f"    {ln}" for ln in _tap_lines(s) + _gather_lines(s, xptr, kmask)] +
+            [f"    wb = {wload}",
+             "    # fp32 inputs: \"tf32x3\" (three tensor-core passes) or \"ieee\" keep fp32 accuracy; tf32 would not",
+             "    acc = tl.dot(xa, wb, acc, input_precision=PRECISION)"])
+    co = f"grp * {s.cout_g} + rn" if s.groups > 1 else "rn"
+    sp = f"rm % {s.positions}" if s.batch > 1 else "rm"
+    tail = [f"co = {co}  # output channel",
+            (f"lin = (img[:, None] * {s.cout} + co[None, :]) * {s.positions} + ({sp})[:, None]" if s.batch > 1
+             else f"lin = co[None, :] * {s.positions} + rm[:, None]"),
+            "mask = mmask[:, None] & nmask[None, :]",
+            f"v{n.id} = acc"]
+    body = _head_lines(s, w.idx64, m_text) + row + loop + tail + epi
+    title = (f"{_describe(s)}: implicit GEMM per group, M = {m_text} (image x output position), N = {s.cout_g} "
+             f"(output channels per group), K = {s.k} (input channels per group x taps), fp32 accumulation "
+             f"with tensor-core dots (PRECISION), then {len(g.nodes) - 1} fused ops.")
+    src = (f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'PRECISION'])}):\n"
+           f"{w.docstring(title)}\n    K = {s.k}\n" + "".join(f"    {ln}\n" for ln in body))
+    grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.cout_g}, {bn}), {s.groups})"
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "PRECISION": str(cfg.get("precision", "tf32x3")),
+            "num_warps": int(cfg.get("num_warps", 8)), "num_stages": int(cfg.get("num_stages", 3))}
+    launcher = w.launcher(grid, meta, f"Launch {name}_kernel: implicit-GEMM convolution + {len(g.nodes) - 1} "
+                                      "fused epilogue ops.")
+    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers)
+
+
+def _describe(s: ConvGeometry) -> str:
+    kind = "Transposed convolution (gather form)" if s.transposed else "Convolution"
+    return (f"{kind} {len(s.outs)}-D of [{s.batch}, {s.cin_g * s.groups}, {', '.join(map(str, s.ins))}] -> "
+            f"[{s.batch}, {s.cout}, {', '.join(map(str, s.outs))}], kernel {list(s.kernel)}, stride {list(s.stride)}, "
+            f"padding {list(s.padding)}, dilation {list(s.dilation)}, groups {s.groups}")
