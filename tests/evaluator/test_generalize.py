@@ -48,13 +48,14 @@ def test_a_shape_generic_kernel_generalizes(softmax_reference: Path, softmax_can
 
 
 def test_a_shape_specialized_kernel_does_not(softmax_reference: Path) -> None:
+    from tritonsmith.agents.builtin import _plan
+    from tritonsmith.agents.builtin._emit import emit_module
+
     problem = load_problem(softmax_reference)
-    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=1, device="cpu"))
-    assert cand.source is not None
-    specialized = cand.source
-    if "_expect(" not in specialized:  # the generator's default became shape-generic: force a fixed shape
-        specialized = specialized.replace("def forward(self, x):", "def forward(self, x):\n"
-                                          "        assert x.shape[0] == 129, 'specialized'")
+    # the built-in generator's static-shapes variant: every size fixed, the launchers check them
+    traced, plan = _plan(problem, {"static_shapes": True}, None)
+    specialized = emit_module(problem.name, problem.source, traced, plan, {}, "static-shapes")
+    assert "kernels are shape-specialized" in specialized
     result = evaluate(problem, specialized, generalize=True, **RUN)
     assert result.ok and result.generalizes == "no"
     assert "leading size 64 (instead of 129)" in (result.generalize_note or "")

@@ -166,7 +166,8 @@ def test_dead_zygote_is_replaced(softmax_reference, softmax_candidate, monkeypat
     assert _zygote_pid() not in (None, first)
     assert "died" in caplog.text
     assert again.stage_seconds.get("zygote_start", 0) > 0
-    assert abs(sum(again.stage_seconds.values()) - again.wall_s) < 0.05
+    stages = {k: v for k, v in again.stage_seconds.items() if "/" not in k}  # parts (trial/compare) lie inside
+    assert abs(sum(stages.values()) - again.wall_s) < 0.05
 
 
 def test_unsafe_zygote_is_not_used(softmax_reference, softmax_candidate, tmp_path, monkeypatch, caplog):

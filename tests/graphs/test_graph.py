@@ -242,3 +242,36 @@ def test_a_scaled_run_tells_the_model_the_sizes_it_is_evaluated_at(softmax_refer
     result = optimize(softmax_reference, model=model, scale=True, **RUN)
     assert result.ok
     assert "evaluated at reduced sizes: shapes scaled down from the original problem" in _last_human(model, 0)
+
+
+_WIDE_SOFTMAX = '''import torch
+import torch.nn as nn
+
+batch_size = 6
+dim = 65537
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_scaled_run_of_the_builtin_generator_writes_kernels_for_the_scaled_sizes(tmp_path):
+    """Regression: with --scale the evaluator runs the scaled problem (here every row is shorter, not only
+    the batch); the built-in generator wrote kernels for the original sizes, and their launchers refused."""
+    path = tmp_path / "wide_softmax.py"
+    path.write_text(_WIDE_SOFTMAX)
+    scaled = Problem.from_file(path).scaled()
+    assert scaled.scaling and "dim" in scaled.scaling and "batch_size" not in scaled.scaling
+    result = optimize(path, generator="builtin", scale=True, iterations=1, **RUN)
+    assert result.ok, result.attempts[-1].message
+    assert [a.generator for a in result.attempts] == ["builtin"]

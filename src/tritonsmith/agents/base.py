@@ -25,6 +25,9 @@ class GenerationRequest:
     start_from: str | None = None
     policy: str = "hybrid"
     iterations_left: int | None = None  # iterations the run has after this one (None: not known)
+    # the evaluator runs ``problem.scaled()`` (``--scale``): a generator that writes for the reference's
+    # shapes (the built-in one) writes for those
+    scale: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -173,6 +173,7 @@ class EvalResult:
     versions: dict[str, str] = field(default_factory=dict)
     candidate_path: str | None = None
     checks: ChecksReport | None = None
+    # wall seconds per stage (they sum to wall_s); keys with a "/" are parts inside a stage (trial/compare)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     generalizes: str | None = None  # "yes" / "no" / "n/a" with the ``generalize`` option (``_generalize``)
     generalize_note: str | None = None

@@ -120,7 +120,7 @@ class KernelNodes:
             problem=problem_from_spec(state["problem"]), iteration=iteration,
             history=[Attempt.from_dict(a) for a in attempts if a["status"] != MODEL_ERROR],
             examples=tuple(state.get("examples", ())), analysis=state.get("analysis", ""), device=_device(state),
-            start_from=start, policy=settings.policy,
+            start_from=start, policy=settings.policy, scale=settings.scale,
             iterations_left=max(0, settings.iterations - routing.generated_count(attempts) - 1))
         log.info("iteration %d: asking the %s generator", iteration, generator.name)
         candidate = _generate_safely(generator, request)

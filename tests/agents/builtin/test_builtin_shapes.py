@@ -65,6 +65,10 @@ CASES: dict[str, tuple[Problem, str]] = {
                                 "        self.gn = nn.GroupNorm(2, 6)",
                                 "x):\n        return self.gn(self.conv(x))", "[torch.randn(6, 3, 8, 9)]"),
                        "_row_0_kernel"),
+    "batchnorm_train": (_problem("batchnorm_train", "        self.bn = nn.BatchNorm2d(5)",
+                                 "x):\n        return self.bn(x)", "[torch.randn(6, 5, 7, 9)]"), "_row_0_kernel"),
+    "cross_entropy": (_problem("cross_entropy", "", "x, y):\n        return F.cross_entropy(x, y)",
+                               "[torch.randn(7, 11), torch.randint(0, 11, (7,))]"), "_row_"),
     "implicit_gemm_conv": (_problem("implicit_gemm_conv", "        self.conv = nn.Conv2d(3, 5, 3, stride=2, padding=1)",
                                     "x):\n        return self.conv(x)", "[torch.randn(6, 3, 9, 8)]"), "_conv_0_kernel"),
     "transposed_conv": (_problem("transposed_conv", "        self.conv = nn.ConvTranspose1d(4, 6, 3, stride=2, groups=2)",
@@ -110,6 +114,22 @@ def test_shape_generic_kernels_match_the_reference_at_other_leading_sizes(
         assert result["ok"], f"leading size {size}: {result['detail']}"
 
 
+def test_split_batch_statistics_follow_the_leading_size(tmp_path: Path) -> None:
+    """Batch statistics cut into chunks (the split row kernels): the chunk length is computed per call,
+    and a short batch leaves the last chunks empty."""
+    from tritonsmith.agents.builtin import _plan
+    from tritonsmith.agents.builtin._emit import emit_module
+
+    problem = CASES["batchnorm_train"][0]
+    traced, plan = _plan(problem, {}, None)
+    source = emit_module(problem.name, problem.source, traced, plan, {"row": {"split": 5, "BLOCK_R": 16}}, "split")
+    assert plan.lead is not None and "_row_0_stats0_kernel" in source and "CHUNK = triton.cdiv(" in source
+    pairs = {f"split_at_{size}": (resized_problem(problem, size).source, source) for size in (6, 3, 5, 1)}
+    results = run_on_interpreter(tmp_path, pairs)
+    for name, result in results.items():
+        assert result["ok"], f"{name}: {result['detail']}"
+
+
 def _model(source: str, path: Path) -> Any:
     """The candidate's ModelNew, imported from a file (Triton reads a kernel's source from its file)."""
     path.write_text(source)
@@ -153,15 +173,17 @@ def test_static_shapes_variant_comes_last_and_specialises_every_size() -> None:
 
 
 @pytest.mark.parametrize(("name", "forward", "inputs", "why"), [
-    ("sum_over_batch", "x):\n        return torch.sum(x, dim=0)", "[torch.randn(6, 5)]", "computed from"),
-    ("mean_over_batch", "x):\n        return torch.mean(x, dim=0)", "[torch.randn(6, 5)]", "changes with the leading"),
+    ("contraction_over_batch", "x):\n        return x.t() @ x", "[torch.randn(6, 5)]", "only the first dimension"),
+    ("unbiased_var_over_batch", "x):\n        return torch.var(x, dim=0)", "[torch.randn(6, 5)]",
+     "not in proportion"),
     ("baked_batch", "x):\n        return x.view(6, -1) * 2.0", "[torch.randn(6, 5, 3)]", "does not accept"),
     ("cumsum_over_batch", "x):\n        return torch.cumsum(x, dim=0)", "[torch.randn(6, 5)]", "scans along"),
     ("leading_size_one", "x):\n        return torch.relu(x)", "[torch.randn(1, 5)]", "leading size is 1"),
 ])
 def test_kernels_stay_specialised_where_the_leading_size_cannot_change(name: str, forward: str, inputs: str,
                                                                         why: str) -> None:
-    """A reduction or scan over the batch, a reference that bakes its batch size in, a leading size of 1:
+    """A contraction, an unbiased variance or a scan over the batch, a reference that bakes its batch size in,
+    a leading size of 1:
     the kernels keep every size fixed, the note says why, and no static-shapes variant repeats them."""
     problem = _problem(name, "", forward, inputs)
     cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))

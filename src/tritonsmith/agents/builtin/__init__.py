@@ -221,7 +221,7 @@ class BuiltinGenerator:
         from tritonsmith.agents.builtin._emit import emit_module
         from tritonsmith.agents.builtin._variants import choose_variant, remaining
 
-        problem = request.problem
+        problem = _evaluated_problem(request)
         state = self._state(problem)
         if state.error is not None:
             return Candidate(source=None, note=f"builtin: cannot write this problem: {state.error}", exhausted=True)
@@ -279,6 +279,19 @@ def _write(problem: Problem, state: _ProblemState, variant: Any) -> tuple[Any, A
     source = emit_module(problem.name, problem.source, traced, plan, variant.overrides,
                          variant_label(variant, traced))
     return traced, plan, source
+
+
+def _evaluated_problem(request: GenerationRequest) -> Problem:
+    """The problem the evaluator runs: ``request.problem``, scaled down when the run scales it (``--scale``):
+    kernels written for the original sizes would be checked at other ones."""
+    if not request.scale:
+        return request.problem
+    from tritonsmith.core.problem import ProblemError
+
+    try:
+        return request.problem.scaled()
+    except ProblemError:  # not scalable: the evaluator reports it; write for the problem as given
+        return request.problem
 
 
 def _last_line(tb: str) -> str:

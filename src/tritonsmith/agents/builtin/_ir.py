@@ -36,6 +36,10 @@ class UnsupportedError(Exception):
     """The reference uses something the built-in generator cannot write (the message says what)."""
 
 
+class NotGeneric(UnsupportedError):
+    """The kernels cannot take the leading size at run time (the message says why): they stay specialised."""
+
+
 @dataclass(eq=False)
 class Node:
     """One value of the graph."""
@@ -152,12 +156,22 @@ class Lead:
 
     ref: int
     scale: dict[int, int]
+    # (node id, argument position) -> (k, p): a scalar argument worth ``k * lead ** p`` (p = 1 or -1): the
+    # count of a mean or variance over the batch (``sum / N``, ``sum * (1 / N)``)
+    scalars: dict[tuple[int, int], tuple[float, int]] = field(default_factory=dict)
 
     def batched(self, n: Node) -> bool:
         return n.id in self.scale
 
+    def scalar(self, node: Node, pos: int) -> str | None:
+        """Kernel text of ``node``'s scalar argument ``pos`` where it follows the leading size, else None."""
+        k, p = self.scalars.get((node.id, pos), (0.0, 0))
+        if not p:
+            return None
+        return f"(lead * {k!r})" if p == 1 else f"({k!r} / lead)"
+
     def per_lead(self, value: int) -> int:
         """``value`` (a size at the reference's leading size that scales with it) divided by that size."""
         if value % self.ref:
-            raise UnsupportedError(f"internal error: size {value} does not scale with the leading size {self.ref}")
+            raise NotGeneric(f"size {value} does not scale with the leading size {self.ref}")
         return value // self.ref

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
-from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Lead, Node, UnsupportedError, is_fill, numel
+from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, is_fill, numel
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout, resolve_base
-from tritonsmith.agents.builtin._shapes import NotGeneric
 
 _IDX64_AT = (1 << 31) - (1 << 24)
 
@@ -56,7 +55,7 @@ class KernelWriter:
         self.out_format = ""  # "" (contiguous) or a torch memory format the outputs are allocated in
         # shape-generic: the kernel takes the leading size ``lead`` at run time (None: the reference's shapes)
         self.lead: Lead | None = plan.lead if plan.lead is not None and any(
-            plan.lead.batched(n) for n in group.nodes) else None
+            plan.lead.batched(a) for n in group.nodes for a in (n, *n.node_args())) else None
 
     def size(self, value: int, scaled: bool = True) -> str:
         """Size ``value`` (at the reference's shapes) as kernel or launcher text: the literal, or ``lead * c``
@@ -118,9 +117,18 @@ class KernelWriter:
             self.cat_lines(n, lines, cache)
             return
         as_float = n.dtype.is_floating_point or n.op in ("where",)
-        args = [self.value(a, n.shape, rank, lines, cache, as_float) for a in n.args]
+        args = [self._scalar(n, i) or self.value(a, n.shape, rank, lines, cache, as_float)
+                for i, a in enumerate(n.args)]
         idx = "lin" if rank == FULL else "k"
         lines.append(f"v{n.id} = {pw_expr(n, args, self.helpers, {'idx': idx})}  # {describe(n)}")
+
+    def _scalar(self, n: Node, pos: int) -> str | None:
+        """``n``'s scalar argument ``pos`` as run-time text where it follows the leading size (a mean's count)."""
+        lead = self.plan.lead
+        text = lead.scalar(n, pos) if lead is not None else None
+        if text is not None and self.lead is None:
+            raise NotGeneric(f"{self.name} uses a count that follows the leading size but reads no batch-sized value")
+        return text
 
     def cat_lines(self, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
         """``v = cat(sources, dim)``: element ``i`` with index ``c`` along ``dim`` comes from the source whose
@@ -174,9 +182,10 @@ class KernelWriter:
         return (f"tl.store(out{self.g.outputs.index(n)}_ptr + {idx}, v{n.id}.to({TL_DTYPE[n.dtype]}), "
                 f"mask={mask or default})")
 
-    def signature(self, constexprs: list[str], extra_ptrs: tuple[str, ...] = ()) -> str:
+    def signature(self, constexprs: list[str], extra_ptrs: tuple[str, ...] = (), values: tuple[str, ...] = ()) -> str:
+        """Pointers, then (shape-generic) the leading size and the ``values`` computed from it, then constexprs."""
         ptrs = [self.ptr[b.id] for b in self.bases] + [f"out{i}_ptr" for i in range(len(self.g.outputs))]
-        runtime = ["lead"] if self.lead is not None else []  # the leading size, a run-time argument
+        runtime = ["lead", *values] if self.lead is not None else []  # sizes known at run time
         return ", ".join(ptrs + list(extra_ptrs) + runtime + [f"{c}: tl.constexpr" for c in constexprs])
 
     def docstring(self, title: str) -> str:
@@ -190,10 +199,11 @@ class KernelWriter:
 
     def launcher_multi(self, launches: list[tuple[str, str, dict[str, int | str]]], comment: str,
                        workspace: dict[str, tuple[tuple[int | str, ...], str]] | None = None,
-                       own_args: dict[int, list[str]] | None = None) -> str:
+                       own_args: dict[int, list[str]] | None = None, values: dict[str, str] | None = None) -> str:
         """Validate the inputs, allocate outputs (and scratch ``workspace``: name -> (shape, dtype)), then
         launch each (kernel, grid, constexprs) in order: with the inputs, outputs and scratch tensors as
-        arguments (and the leading size, for a shape-generic kernel), or with ``own_args[i]`` for launch ``i``."""
+        arguments (and the leading size and ``values``, name -> launcher expression, for a shape-generic kernel),
+        or with ``own_args[i]`` for launch ``i``."""
         args = [f"a{i}" for i in range(len(self.bases))]
         if not args:
             raise UnsupportedError(f"{self.name} would read no tensor: its outputs are constants")
@@ -201,6 +211,7 @@ class KernelWriter:
                  f'    """{comment}"""']
         if self.lead is not None:
             lines.append(self._lead_line(args))
+            lines += [f"    {k} = {v}" for k, v in (values or {}).items()]
         for a, b in zip(args, self.bases, strict=True):
             lines.append(f"    _expect({a}, {self.shape_text(b)}, {tuple(layout(b, self.plan.owner)[1])}, '{a}')")
         dev = args[0] if args else "None"
@@ -217,7 +228,8 @@ class KernelWriter:
                          f"    {wname} = torch.empty({shape}, device={dev}.device, dtype={dtype})  # scratch")
         for i, (kernel, grid, meta) in enumerate(launches):
             kw = ", ".join(f"{k}={v!r}" for k, v in meta.items())
-            call_args = (own_args or {}).get(i, args + outs + scratch + (["lead"] if self.lead is not None else []))
+            sizes = ["lead", *(values or {})] if self.lead is not None else []
+            call_args = (own_args or {}).get(i, args + outs + scratch + sizes)
             lines.append(f"    {kernel}[{grid}]({', '.join(call_args)}, {kw})")
         lines.append(f"    return {', '.join(outs)}")
         return "\n".join(lines) + "\n"

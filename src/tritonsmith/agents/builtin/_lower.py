@@ -749,6 +749,14 @@ def _logical_not(lw: _Lowering, fx: Any, x: Node) -> Node:
     return lw.pw("eq", x, False if x.dtype == torch.bool else 0, dtype=torch.bool)
 
 
+@_reg(aten.bitwise_not.default)
+def _bitwise_not(lw: _Lowering, fx: Any, x: Node) -> Node:
+    """``~mask`` of a boolean mask (a causal mask inverted); integer bit inversion is not written."""
+    if x.dtype != torch.bool:
+        raise UnsupportedError(f"bitwise not of a {x.dtype} tensor (only boolean masks are written)")
+    return lw.pw("eq", x, False, dtype=torch.bool)
+
+
 @_reg(aten.logical_and.default, aten.logical_or.default)
 def _logical(lw: _Lowering, fx: Any, a: Node, b: Node) -> Node:
     a, b = (lw.pw("ne", t, False if t.dtype == torch.bool else 0, dtype=torch.bool) for t in (a, b))

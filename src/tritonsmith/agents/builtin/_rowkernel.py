@@ -227,6 +227,11 @@ class _RowWriter:
         self.kept_outs = [o for o in g.outputs if g.rank[o.id] == KEPT]
         self.kept_done: set[int] = set()
         self.kept_cache: dict[Any, str] = {}
+        # shape-generic: the rows' count, or (a reduction over the batch) their length, follows the leading size
+        lead = self.w.lead is not None
+        self.long_rows = lead and 0 in self.dom.dims
+        self.rows = self.w.size(self.dom.k, lead and not self.long_rows)
+        self.length = self.w.size(self.dom.r, self.long_rows)
 
     def reset(self) -> None:
         """A new kernel: kept values must be computed again."""
@@ -250,7 +255,7 @@ class _RowWriter:
         firsts = [r for r in reds if r.id not in self.pairs or self.pairs[r.id].first is r]
         targets = [r.args[0] for r in firsts if g.rank.get(r.args[0].id) == FULL] + stores
         cache: dict[Any, str] = {}
-        inner = [f"r = {start}r0 + tl.arange(0, BLOCK_R)[None, :]", f"mask = kmask & (r < {self.dom.r})",
+        inner = [f"r = {start}r0 + tl.arange(0, BLOCK_R)[None, :]", f"mask = kmask & (r < {self.length})",
                  "lin = kbase + RPART"]
         for n in _needed_full(g, targets):
             w.pointwise_line(n, inner, cache)
@@ -269,10 +274,10 @@ class _RowWriter:
         return init + [f"for r0 in range(0, {span}, BLOCK_R):"] + [f"    {line}" for line in inner] + fin
 
     def kernel_text(self, kname: str, body: list[str], constexprs: list[str], extra: tuple[str, ...],
-                    title: str) -> str:
-        idx_lines, rpart = row_index_lines(self.g, self.w.idx64, self.w.size(self.dom.k))
+                    title: str, values: tuple[str, ...] = ()) -> str:
+        idx_lines, rpart = row_index_lines(self.g, self.w.idx64, self.rows)
         body = idx_lines + [line.replace("RPART", rpart) for line in body]
-        return "\n".join([f"@triton.jit\ndef {kname}({self.w.signature(constexprs, extra)}):",
+        return "\n".join([f"@triton.jit\ndef {kname}({self.w.signature(constexprs, extra, values)}):",
                           self.w.docstring(title)] + [f"    {line}" for line in body]) + "\n"
 
 
@@ -284,7 +289,8 @@ def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSo
         return _split_kernels(rw, cfg, split, chunk)
     block_k = int(cfg.get("BLOCK_K", 1))
     block_r_full = next_pow2(dom.r)
-    one_pass = bool(cfg.get("one_pass", block_r_full * block_k <= 8192))
+    # rows as long as the batch: no tile holds every length, so the rows are walked in loops
+    one_pass = bool(cfg.get("one_pass", block_r_full * block_k <= 8192)) and not rw.long_rows
     block_r = block_r_full if one_pass else min(int(cfg.get("BLOCK_R", 1024)), block_r_full)
     body: list[str] = []
     rw.emit_kept(0, body)
@@ -292,10 +298,10 @@ def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSo
         _one_pass_body(rw, body)
     else:
         for level, reds in rw.level_list():
-            body += rw.walk(reds, [], "", str(dom.r))
+            body += rw.walk(reds, [], "", rw.length)
             rw.emit_kept(level, body)
         if rw.full_outs:
-            body += rw.walk([], rw.full_outs, "", str(dom.r))
+            body += rw.walk([], rw.full_outs, "", rw.length)
     body += [rw.w.store(o, KEPT) for o in rw.kept_outs]
     mode = "one pass: the row is one tile" if one_pass else \
         f"multi-pass: one loop per reduction level{' (paired statistics share a loop)' if rw.pairs else ''}"
@@ -304,7 +310,7 @@ def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSo
                           f"dims {list(dom.dims)}); {mode}.")
     meta = {"BLOCK_K": block_k, "BLOCK_R": block_r, "num_warps": int(cfg.get("num_warps", 4))}
     nred = len([n for n in g.nodes if n.kind == REDUCE])
-    launcher = rw.w.launcher(f"(triton.cdiv({rw.w.size(dom.k)}, {block_k}),)", meta,
+    launcher = rw.w.launcher(f"(triton.cdiv({rw.rows}, {block_k}),)", meta,
                              f"Launch {name}_kernel: {nred} reductions, {len(g.nodes)} ops.")
     return KernelSource(name, text, launcher, rw.w.bases, list(g.outputs), rw.w.helpers)
 
@@ -312,7 +318,7 @@ def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSo
 def _one_pass_body(rw: _RowWriter, body: list[str]) -> None:
     """The whole row is one tile: load once, reduce and write from registers, in node order."""
     g, w = rw.g, rw.w
-    body += ["r = tl.arange(0, BLOCK_R)[None, :]", f"mask = kmask & (r < {rw.dom.r})", "lin = kbase + RPART"]
+    body += ["r = tl.arange(0, BLOCK_R)[None, :]", f"mask = kmask & (r < {rw.length})", "lin = kbase + RPART"]
     cache: dict[Any, str] = {}
     for n in g.nodes:
         if n.kind == REDUCE:
@@ -332,7 +338,7 @@ def _one_pass_body(rw: _RowWriter, body: list[str]) -> None:
 
 def _combine(rw: _RowWriter, reds: list[Node], slot: dict[int, int]) -> list[str]:
     """Kept values of ``reds`` from the SPLIT chunk partials in the workspace."""
-    k_total = rw.w.size(rw.dom.k)
+    k_total = rw.rows
     out: list[str] = []
 
     def load(n: Node, other: str) -> str:
@@ -349,8 +355,8 @@ def _combine(rw: _RowWriter, reds: list[Node], slot: dict[int, int]) -> list[str
             p1, p2, v1, v2, t = load(r, "0.0"), load(pair.second, "0.0"), f"v{r.id}", f"v{pair.second.id}", \
                 f"t{r.id}"
             out += [f"{v1} = tl.sum({p1}, axis=1)[:, None]  # sum of the chunk sums",
-                    f"{t}_n = tl.minimum(CHUNK, {rw.dom.r} - cs * CHUNK).to(tl.float32)  # elements per chunk",
-                    f"{t}_e = tl.where(smask, {p1} / tl.maximum({t}_n, 1.0) - {v1} / {float(rw.dom.r)}, 0.0)",
+                    _chunk_count(rw, t),
+                    f"{t}_e = tl.where(smask, {p1} / tl.maximum({t}_n, 1.0) - {v1} / {_length_f(rw)}, 0.0)",
                     f"{v2} = tl.sum({p2} + {t}_n * {t}_e * {t}_e, axis=1)[:, None]  # Chan: M2 of the row"]
         elif pair.first is r:
             p1, p2, v1, v2, t = load(r, "-float('inf')"), load(pair.second, "0.0"), f"v{r.id}", \
@@ -361,6 +367,17 @@ def _combine(rw: _RowWriter, reds: list[Node], slot: dict[int, int]) -> list[str
     return out
 
 
+def _chunk_count(rw: _RowWriter, t: str) -> str:
+    if not rw.long_rows:
+        return f"{t}_n = tl.minimum(CHUNK, {rw.dom.r} - cs * CHUNK).to(tl.float32)  # elements per chunk"
+    # the chunk length is computed per call: the last chunks of a short batch may be empty
+    return f"{t}_n = tl.maximum(tl.minimum(CHUNK, {rw.length} - cs * CHUNK), 0).to(tl.float32)  # elements per chunk"
+
+
+def _length_f(rw: _RowWriter) -> str:
+    return f"({rw.length} * 1.0)" if rw.long_rows else f"{float(rw.dom.r)}"
+
+
 def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) -> KernelSource:
     g, dom, name = rw.g, rw.dom, rw.name
     block_k = int(cfg.get("BLOCK_K", 1))
@@ -369,7 +386,10 @@ def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) 
     slot = {n.id: i for i, n in enumerate(n for _, reds in levels_ for n in reds)}
     prelude = ["c = tl.program_id(1)  # which chunk of the rows", "rlo = c * CHUNK",
                "cs = tl.arange(0, BLOCK_S)[None, :]", "smask = kmask & (cs < SPLIT)"]
-    consts = ["BLOCK_K", "BLOCK_R", "BLOCK_S", "SPLIT", "CHUNK"]
+    # rows as long as the batch: CHUNK is computed per call (SPLIT chunks of whole BLOCK_R tiles)
+    consts = ["BLOCK_K", "BLOCK_R", "BLOCK_S", "SPLIT"] + ([] if rw.long_rows else ["CHUNK"])
+    values = {"CHUNK": f"triton.cdiv(triton.cdiv({rw.length}, {split}), {block_r}) * {block_r}"} \
+        if rw.long_rows else {}
     bodies: list[tuple[str, list[str], str, bool]] = []
     for i, (level, reds) in enumerate(levels_):
         rw.reset()
@@ -379,7 +399,7 @@ def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) 
             body += _combine(rw, prev, slot)
             rw.emit_kept(prev_level, body)
         body += rw.walk(reds, [], "rlo + ", "CHUNK")
-        rows = rw.w.size(dom.k)
+        rows = rw.rows
         body += [f"tl.store(ws_ptr + ({slot[r.id]} * {rows} + k) * SPLIT + c, v{r.id}, mask=kmask)  # partial"
                  for r in reds]
         bodies.append((f"{name}_stats{i}_kernel", body, f"level-{level} statistics of each chunk", True))
@@ -394,16 +414,19 @@ def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) 
     body += [rw.w.store(o, KEPT, "kmask & (k * 0 + c == 0)") for o in rw.kept_outs]
     bodies.append((f"{name}_kernel", body, "combine the partials and write the outputs", bool(rw.full_outs)))
     texts, launches = [], []
-    meta = {"BLOCK_K": block_k, "BLOCK_R": block_r, "BLOCK_S": next_pow2(split), "SPLIT": split, "CHUNK": chunk,
-            "num_warps": int(cfg.get("num_warps", 4))}
+    meta: dict[str, int | str] = {"BLOCK_K": block_k, "BLOCK_R": block_r, "BLOCK_S": next_pow2(split), "SPLIT": split,
+                                  "CHUNK": chunk, "num_warps": int(cfg.get("num_warps", 4))}
+    if rw.long_rows:
+        del meta["CHUNK"]
     for kname, body, what, chunked in bodies:
         texts.append(rw.kernel_text(kname, body, consts, ("ws_ptr",),
                                     f"Split row reductions: {dom.k} rows of {dom.r} elements (shape "
                                     f"{list(dom.shape)}, reduced dims {list(dom.dims)}), each cut into SPLIT "
-                                    f"chunks of CHUNK; this kernel: {what}."))
-        launches.append((kname, f"(triton.cdiv({rw.w.size(dom.k)}, {block_k}), {split if chunked else 1})", meta))
-    rows: int | str = dom.k if rw.w.lead is None else rw.w.size(dom.k)
+                                    f"chunks of CHUNK; this kernel: {what}.", tuple(values)))
+        launches.append((kname, f"(triton.cdiv({rw.rows}, {block_k}), {split if chunked else 1})", meta))
+    rows: int | str = dom.k if rw.w.lead is None else rw.rows
     workspace: dict[str, tuple[tuple[int | str, ...], str]] = {"ws": ((len(slot), rows, split), "torch.float32")}
     launcher = rw.w.launcher_multi(launches, f"Launch {name}: {len(bodies) - 1} statistics kernel(s) over "
-                                             f"{split} chunks per row, then the combine/apply kernel.", workspace)
+                                             f"{split} chunks per row, then the combine/apply kernel.", workspace,
+                                   values=values)
     return KernelSource(name, "\n\n".join(texts), launcher, rw.w.bases, list(g.outputs), rw.w.helpers)

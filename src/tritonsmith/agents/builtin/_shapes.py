@@ -9,9 +9,12 @@ the same strides and offset), the kernels take the leading size as a run-time ar
 The reference decides what scales: a model that bakes its batch size in (``x.view(batch_size, -1)``)
 traces differently, or not at all, at the other size, and keeps shape-specialised kernels.
 
-Kept specialised (``NotGeneric``, with the reason in the candidate's note) also: a leading size of 1, a
-value of fixed size computed from a batch-sized one (a reduction, a contraction or a loss over the batch),
-a scan, concatenation or pooling window along the leading dimension, an ``iota`` along it.
+A reduction over the leading dimension (batch statistics, a loss) is generic too: its rows are as long as
+the batch at run time, and the scalars that count them (a mean's ``sum / N``) are recorded in
+``Lead.scalars`` and written as ``lead * k``. Kept specialised (``NotGeneric``, with the reason in the
+candidate's note): a leading size of 1, any other value of fixed size computed from a batch-sized one (a
+contraction over the batch), a scan, concatenation or pooling window along the leading dimension, an
+``iota`` along it, a scalar that changes otherwise (an unbiased variance's ``N - 1``).
 """
 
 from __future__ import annotations
@@ -20,12 +23,7 @@ __all__ = ["NotGeneric", "generic_lead", "other_lead"]
 
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import MM, PW, SCAN, WINDOW, Graph, Lead, Node, UnsupportedError
-
-
-class NotGeneric(UnsupportedError):
-    """The kernels cannot take the leading size at run time (the message says why): they stay specialised."""
-
+from tritonsmith.agents.builtin._ir import MM, PW, REDUCE, SCAN, WINDOW, Graph, Lead, Node, NotGeneric
 
 def other_lead(ref: int) -> int:
     """The second leading size traced: odd (so a size that must be even shows) and not ``ref``."""
@@ -43,8 +41,9 @@ def generic_lead(ref_graph: Graph, other_graph: Graph, ref: int, other: int) -> 
         raise NotGeneric(f"the reference's graph changes with the leading size ({len(ref_graph.nodes)} values at "
                          f"{ref}, {len(other_graph.nodes)} at {other})")
     scale: dict[int, int] = {}
+    scalars: dict[tuple[int, int], tuple[float, int]] = {}
     for a, b in zip(ref_graph.nodes, other_graph.nodes, strict=True):
-        why = _differs(a, b)
+        why = _differs(a, b) or _scalar_args(a, b, ref, other, scalars)
         if why:
             raise NotGeneric(f"{_what(a)} changes with the leading size ({why})")
         if a.shape == b.shape:
@@ -54,11 +53,11 @@ def generic_lead(ref_graph: Graph, other_graph: Graph, ref: int, other: int) -> 
         else:
             raise NotGeneric(f"{_what(a)} has shape {list(a.shape)} at leading size {ref} and {list(b.shape)} at "
                              f"{other}: only the first dimension may follow the leading size")
-    lead = Lead(ref, scale)
+    lead = Lead(ref, scale, scalars)
     for n in ref_graph.nodes:
         _check(n, lead)
-    if not any(lead.batched(o) for o in ref_graph.outputs):
-        raise NotGeneric("no output of the reference scales with the leading size")
+    if not scale:
+        raise NotGeneric("no value of the reference follows the leading size")
     return lead
 
 
@@ -74,10 +73,29 @@ def _differs(a: Node, b: Node) -> str:
         return f"rank {len(a.shape)} becomes {len(b.shape)}"
     if (a.strides, a.offset) != (b.strides, b.offset):
         return f"strides {a.strides} (offset {a.offset}) become {b.strides} (offset {b.offset})"
-    if len(a.args) != len(b.args) or any(not _same_arg(x, y) for x, y in zip(a.args, b.args, strict=True)):
+    if len(a.args) != len(b.args) or any(isinstance(x, Node) != isinstance(y, Node) or (isinstance(x, Node) and
+                                             not _same_arg(x, y)) for x, y in zip(a.args, b.args, strict=True)):
         return "its arguments differ"
     if not _same_attrs(a.attrs, b.attrs):
         return f"attributes {a.attrs} become {b.attrs}"
+    return ""
+
+
+def _scalar_args(a: Node, b: Node, ref: int, other: int, scalars: dict[tuple[int, int], tuple[float, int]]) -> str:
+    """Record ``a``'s scalar arguments that follow the leading size (``k * lead`` or ``k / lead``: a mean's
+    count over the batch) in ``scalars``; why not ("" when every other scalar is the same)."""
+    for pos, (x, y) in enumerate(zip(a.args, b.args, strict=True)):
+        if isinstance(x, Node) or _same_arg(x, y):
+            continue
+        if a.kind != PW or not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or \
+                isinstance(x, bool) or not x or not y:
+            return f"argument {pos}: {x!r} becomes {y!r}"
+        if abs(x * other - y * ref) <= 1e-9 * abs(x * other):
+            scalars[(a.id, pos)] = (x / ref, 1)
+        elif abs(x * ref - y * other) <= 1e-9 * abs(x * ref):
+            scalars[(a.id, pos)] = (x * ref, -1)
+        else:
+            return f"argument {pos}: {x!r} becomes {y!r}, not in proportion to the leading size"
     return ""
 
 
@@ -98,7 +116,7 @@ def _check(n: Node, lead: Lead) -> None:
     """The op-level rules: what the kernels index with a fixed size must not follow the leading size."""
     if not lead.batched(n):
         src = next((a for a in n.node_args() if lead.batched(a)), None)
-        if src is not None:
+        if src is not None and not (n.kind == REDUCE and 0 in n.dims):  # a reduction over the batch is fine
             raise NotGeneric(f"{_what(n)} has a fixed size but is computed from {_what(src)}, whose size follows "
                              "the leading size (a reduction, contraction or loss over the batch)")
         return

@@ -115,3 +115,30 @@ def test_a_bug_while_listing_variants_is_an_error_candidate_not_an_exception(mon
                                                          iteration=1, device="cpu"))
     assert cand.source is None and cand.error is not None and "KeyError: 'menu'" in cand.error
     assert "internal error while planning" in cand.note
+
+
+_MASKS = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        keep = x > 0.25
+        return torch.softmax(x.masked_fill(~keep, -1e4), dim=-1) * (~keep).float().mean()
+
+
+def get_inputs():
+    return [torch.randn(3, 5, 7)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_inverted_boolean_mask_is_written_and_correct() -> None:
+    from tritonsmith.evaluator._evaluate import evaluate
+
+    problem, source, _ = _write(_MASKS, "inverted_mask")
+    result = evaluate(problem, source, device="cpu", trials=2, timeout_s=300)
+    assert result.status.value == "correct", result.feedback()
