@@ -30,6 +30,7 @@ PROBLEMS = {
     "linear_bias": ("return self.fc(x)", "[torch.randn(8191, 1031)]", {"matmul"}),
     "matmul_gelu": ("y = x @ x.t()\n        return F.gelu(y) * torch.sigmoid(y) + torch.tanh(y) * 0.5",
                     "[torch.randn(8191, 1031)]", {"matmul"}),
+    "tril_matmul": ("return torch.triu(x @ x.t(), 1)", "[torch.randn(4099, 1031)]", {"matmul"}),  # zero tiles skipped
     "window": ("return torch.tanh(F.max_pool2d(x, 3, stride=2, padding=1)) + F.avg_pool2d(x, 2, 2).mean()",
                "[torch.randn(3, 5, 67, 71)]", {"window", "row", "pointwise"}),
     "scan": ("return torch.cumsum(x, dim=1) * 2.0", "[torch.randn(31, 5003)]", {"scan"}),

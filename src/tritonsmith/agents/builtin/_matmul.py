@@ -89,17 +89,19 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
         what = ("3xTF32: operands pre-split into tf32 hi + lo parts (zero-padded, aligned); C = A_hi B_lo + "
                 "A_lo B_hi + A_hi B_hi as one tf32 tensor-core dot over K' = 3 K, fp32 accumulation")
     elif pad:
-        loop, extra = _padded_loop(s, bm, bn, kp), ("wa_ptr", "wb_ptr")
+        loop, extra = _padded_loop(s, bm, bn, kp, _zero_tiles(mm, str(kp))), ("wa_ptr", "wb_ptr")
         what = "fp32 accumulation, operands first copied into zero-padded buffers with aligned rows"
     else:
-        loop, extra, what = _direct_loop(s, ap, bp, bk), (), "fp32 accumulation"
+        loop, extra, what = _direct_loop(s, ap, bp, bk, _zero_tiles(mm, "K")), (), "fp32 accumulation"
+    if mm.attrs.get("tri") and prec != "3xtf32":
+        what += f"; only the {mm.attrs['tri'][0]} triangle is kept: tiles wholly outside it skip the K loop"
     title = f"C[b] = A[b] @ B[b] ({s.bsz} x {s.m}x{s.k} @ {s.k}x{s.n}, {what}) with the elementwise chain fused after it."
     src = (f"@triton.jit\ndef {name}_kernel("
            f"{w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'GROUP_M', 'PRECISION'], extra)}):\n"
            f"{w.docstring(title)}\n"
            f"    M, N, K = {m_text}, {s.n}, {s.k}\n" + head + loop +
            "    mask = (rm[:, None] < M) & (rn[None, :] < N)\n"
-           "    lin = bid * (M * N) + rm[:, None] * N + rn[None, :]\n"
+           "    lin = bid * (M * N) + rm[:, None] * N + rn[None, :]\n" + _tri_mask(mm) +
            f"    v{mm.id} = acc\n" + "".join(f"    {line}\n" for line in epi))
     grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.n}, {bn}), {b_text})"
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg.get("GROUP_M", 8)),
@@ -113,7 +115,32 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers | {helper})
 
 
-def _direct_loop(s: MatmulShapes, ap: str, bp: str, bk: int) -> str:
+def _zero_tiles(mm: Node, full: str) -> tuple[str, str]:
+    """(lines before the K loop, its end). For a matmul whose output only ``tril``/``triu`` reads
+    (``mm.attrs['tri']`` = (lower|upper, diagonal), set by ``_rewrite.triangular_matmul``) the end is 0 for a
+    tile wholly outside the kept triangle (the epilogue's mask zeroes all its values: no product is needed),
+    else ``full``; for any other matmul it is ``full``."""
+    tri = mm.attrs.get("tri")
+    if not tri:
+        return "", full
+    kind, diag = tri
+    # output (i, j) is kept when j - i <= diag (lower) or j - i >= diag (upper)
+    outside = (f"pid_n * BLOCK_N - (pid_m * BLOCK_M + BLOCK_M - 1) > {diag}" if kind == "lower" else
+               f"pid_n * BLOCK_N + BLOCK_N - 1 - pid_m * BLOCK_M < {diag}")
+    return (f"    # {kind}-triangular output: a tile wholly outside the triangle is zero, its products skipped\n"
+            f"    k_stop = tl.where({outside}, 0, {full})\n"), "k_stop"
+
+
+def _tri_mask(mm: Node) -> str:
+    """The ``tril``/``triu`` mask of a marked matmul (``_zero_tiles``): zero outside the kept triangle."""
+    tri = mm.attrs.get("tri")
+    if not tri:
+        return ""
+    op, fn = ("<=", "tril") if tri[0] == "lower" else (">=", "triu")
+    return f"    acc = tl.where(rn[None, :] - rm[:, None] {op} {tri[1]}, acc, 0.0)  # torch.{fn}(C, {tri[1]})\n"
+
+
+def _direct_loop(s: MatmulShapes, ap: str, bp: str, bk: int, stop: tuple[str, str] = ("", "K")) -> str:
     (sab, sam, sak), aoff = s.a[1], s.a[2]
     (sbb, sbk, sbn), boff = s.b[1], s.b[2]
     kmask = s.k % bk != 0
@@ -121,8 +148,8 @@ def _direct_loop(s: MatmulShapes, ap: str, bp: str, bk: int) -> str:
     b_mask = "(rk[:, None] < K - k0) & (rn[None, :] < N)" if kmask else "rn[None, :] < N"
     return f"""    a_ptrs = {ap} + {aoff} + bid * {sab} + rm[:, None] * {sam} + rk[None, :] * {sak}
     b_ptrs = {bp} + {boff} + bid * {sbb} + rk[:, None] * {sbk} + rn[None, :] * {sbn}
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
+{stop[0]}    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, {stop[1]}, BLOCK_K):
         a = tl.load(a_ptrs, mask={a_mask}, other=0.0)
         b = tl.load(b_ptrs, mask={b_mask}, other=0.0)
         # fp32 inputs: "tf32x3" (three tensor-core passes) or "ieee" keep fp32 accuracy; plain tf32 would not
@@ -158,7 +185,8 @@ def _split3_loop(s: MatmulShapes, bm: int, bn: int, kp: int) -> str:
 """
 
 
-def _padded_loop(s: MatmulShapes, bm: int, bn: int, kp: int) -> str:
+def _padded_loop(s: MatmulShapes, bm: int, bn: int, kp: int, stop: tuple[str, str] | None = None) -> str:
+    stop = stop or ("", str(kp))
     mp, np_, ba, bb = _staged_dims(s, bm, bn, kp)
     sa = f"bid * {mp * kp} + " if ba > 1 else ""
     sb = f"bid * {kp * np_} + " if bb > 1 else ""
@@ -166,8 +194,8 @@ def _padded_loop(s: MatmulShapes, bm: int, bn: int, kp: int) -> str:
     # boundaries, so each tile moves in 16-byte pieces and no load needs a mask (the zeros add nothing)
     a_ptrs = wa_ptr + {sa}rm[:, None] * {kp} + rk[None, :]
     b_ptrs = wb_ptr + {sb}rk[:, None] * {np_} + rn[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, {kp}, BLOCK_K):
+{stop[0]}    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, {stop[1]}, BLOCK_K):
         a = tl.load(a_ptrs)
         b = tl.load(b_ptrs)
         # fp32 inputs: "tf32x3" (three tensor-core passes) or "ieee" keep fp32 accuracy; plain tf32 would not

@@ -16,6 +16,7 @@ variant menu ends with ``no-rewrites``, the same pipeline with this pass off.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 import torch
 
 from tritonsmith.agents.builtin._ir import MM, PW, REDUCE, VIEW, WINDOW, Graph, Lowering, Node
@@ -228,9 +229,100 @@ def _unit_dims_only(shape: tuple[int, ...], m: int) -> bool:
     return [d for d in shape[:-1] if d != 1] == ([m] if m != 1 else [])
 
 
+def triangular_matmul(lw: Lowering, uses: _Uses) -> bool:
+    """``tril(A @ B, d)[i, j] == (A @ B)[i, j] if j - i <= d else 0`` (``triu``: if ``j - i >= d``).
+
+    ``torch.tril``/``triu`` decompose into ``where(j - i <= d, C, 0)`` over index grids (iotas) that no kernel
+    can read from memory; the matmul itself is marked instead (``attrs['tri']`` = (lower|upper, d)): its
+    kernel applies the mask to each tile and skips the K loop of the tiles wholly outside the triangle
+    (nearly half the FLOPs of a square product), and the ``where`` goes. Matches a 2-D matmul read only by
+    that ``where``, whose condition compares exactly column index minus row index with an integer diagonal."""
+    for wh in uses.live:
+        if wh.kind != PW or wh.op != "where" or len(wh.args) != 3 or wh.args[2] not in (0, 0.0):
+            continue
+        cond, mm = wh.args[0], wh.args[1]
+        if not isinstance(mm, Node) or mm.kind != MM or len(mm.shape) != 2 or "tri" in mm.attrs \
+                or mm.shape != wh.shape or not uses.only_reader(mm, wh):
+            continue
+        kind = _triangle(cond, mm.shape)
+        if kind is not None and wh.dtype == mm.dtype:
+            mm.attrs["tri"] = kind
+            uses.replace(wh, mm)
+            return True
+    return False
+
+
+def _triangle(cond: Any, shape: tuple[int, ...]) -> tuple[str, int] | None:
+    """("lower", d) for ``(j - i) <= d``, ("upper", d) for ``(j - i) >= d`` over an (M, N) grid of row
+    index i and column index j (iotas viewed as (1, N) and (M, 1)); None for anything else."""
+    if not isinstance(cond, Node) or cond.kind != PW or cond.op not in ("le", "ge") or len(cond.args) != 2:
+        return None
+    diff, d = cond.args
+    if not isinstance(d, int) or isinstance(d, bool) or not isinstance(diff, Node) or diff.kind != PW \
+            or diff.op != "sub" or len(diff.args) != 2:
+        return None
+    col, row = diff.args
+    m, n = shape
+    if not (_index_along(col, (1, n)) and _index_along(row, (m, 1))):
+        return None
+    return ("lower" if cond.op == "le" else "upper", d)
+
+
+def _index_along(v: Any, shape: tuple[int, int]) -> bool:
+    """``v`` is ``arange(k)`` (an iota from 0 in steps of 1) viewed as ``shape`` (k along one dim)."""
+    if not isinstance(v, Node) or v.kind != VIEW or v.shape != shape or v.attrs.get("how") != "reshape":
+        return False
+    io = v.args[0]
+    return io.kind == PW and io.op == "iota" and not io.args and io.shape == (max(shape),) \
+        and io.attrs.get("dim") == 0
+
+
+def scalar_after_matmul(lw: Lowering, uses: _Uses) -> bool:
+    """``(s * A) @ B == s * (A @ B)`` and ``(A / s) @ B == (A @ B) / s`` (either operand, ``s`` a number).
+
+    A scalar multiply or divide of a matmul operand is a separate pass over that operand (a pointwise kernel
+    writing a scaled copy, or a scaled copy of the weights on every call); after the product it is one
+    operation per output element in the matmul's epilogue. Matches a fp32 operand that is exactly
+    ``mul(T, s)``, ``mul(s, T)`` or ``div(T, s)`` of the operand's own shape (or a transpose of one, as a
+    linear layer reads its weight), read by nothing else."""
+    for mm in uses.live:
+        if mm.kind != MM:
+            continue
+        for i, op in enumerate(mm.args):
+            view = op if isinstance(op, Node) and op.kind == VIEW and op.attrs.get("how") == "permute" else None
+            inner = op.args[0] if view is not None else op  # a linear layer reads its weight transposed
+            scaled = _scalar_of(inner)
+            if scaled is None or not uses.only_reader(inner, view or mm) or (view and not uses.only_reader(view, mm)):
+                continue
+            t, how, s = scaled
+            args = list(mm.args)
+            args[i] = lw.permute(t, list(view.attrs["perm"])) if view is not None else t
+            new = lw.mm(args[0], args[1])
+            new.attrs.update(mm.attrs)  # a triangular mark stays: its zeros scale to zeros
+            uses.replace(mm, lw.pw(how, new, s))
+            return True
+    return False
+
+
+def _scalar_of(op: Any) -> tuple[Node, str, float | int] | None:
+    """(T, "mul"/"div", s) when ``op`` is ``T * s``, ``s * T`` or ``T / s`` with a Python number ``s``."""
+    if not isinstance(op, Node) or op.kind != PW or op.op not in ("mul", "div") or len(op.args) != 2 or op.attrs:
+        return None
+    a, b = op.args
+    if op.op == "mul" and not isinstance(a, Node):
+        a, b = b, a
+    if not isinstance(a, Node) or isinstance(b, (Node, bool)) or not isinstance(b, (int, float)):
+        return None
+    if a.shape != op.shape or a.dtype != torch.float32 or op.dtype != torch.float32:
+        return None
+    return a, op.op, b
+
+
 Rewrite = Callable[[Lowering, _Uses], bool]
 REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("gemv-of-reduced-weights", gemv_of_reduced_weights),
     ("linear-of-pooled-weights", linear_of_pooled_weights),
+    ("triangular-matmul", triangular_matmul),
+    ("scalar-after-matmul", scalar_after_matmul),
 )
 
