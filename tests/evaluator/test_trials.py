@@ -31,3 +31,53 @@ def test_outputs_that_do_not_depend_on_the_inputs_give_no_signal():
     ints = torch.arange(11)
     assert _reproduces(ints.clone(), ints, ints.clone()) is None
     assert _reproduces(ints.clone(), ints, ints.flip(0)) is True
+
+
+def test_memory_allocated_in_the_check_is_poisoned_and_the_mode_restored():
+    from tritonsmith.evaluator._trials import uninitialized_memory_poisoned
+
+    before = (torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory)
+    stale = torch.rand(13, 257)
+    del stale  # a freed block holding values, as a staging copy leaves behind
+    with uninitialized_memory_poisoned():
+        assert torch.empty(13, 257).isnan().all()
+        assert torch.empty_like(torch.ones(3, 5, dtype=torch.float64)).isnan().all()
+        assert (torch.empty(7, dtype=torch.int32) == torch.iinfo(torch.int32).max).all()
+    assert (torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory) == before
+
+
+RELU_ON_RAND = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    # torch.rand: every value >= 0, so the answer is the inputs' own values; the staging copies freed
+    # on return leave blocks that hold exactly that answer
+    a = torch.rand(9, 1001)
+    b = a.clone()
+    return [b.clone()]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_honest_kernel_whose_answer_equals_its_input_is_not_called_decorative(tmp_path):
+    """Issue 17's open lead (19_ReLU, 32_HardTanh on rand inputs): never a ``decorative_kernel`` rejection."""
+    from pathlib import Path
+
+    from tritonsmith.core.results import EvalStatus
+    from tritonsmith.evaluator._evaluate import evaluate
+
+    problem = tmp_path / "relu_rand.py"
+    problem.write_text(RELU_ON_RAND)
+    relu = Path(__file__).parents[2] / "benchmarks" / "candidates" / "relu.py"
+    result = evaluate(problem, relu, device="cpu", trials=3)
+    assert result.status is EvalStatus.CORRECT, result.feedback()

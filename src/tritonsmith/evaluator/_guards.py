@@ -231,7 +231,7 @@ class Integrity:
             now = current[label].get(key, _MISSING)
             if now is not value and not _torch_wrapper(now, value):
                 found.append(f"{label}.{key} was {'deleted' if now is _MISSING else 'replaced'}")
-            elif code is not None and getattr(now, "__code__", None) is not code:
+            elif code is not None and getattr(_unwrapped(now, value), "__code__", None) is not code:
                 found.append(f"{label}.{key}.__code__ was replaced")
         for label, _ns, closed in self._targets:
             if closed:
@@ -246,6 +246,18 @@ _MISSING = object()
 def _torch_wrapper(now: Any, before: Any) -> bool:
     """torch wraps some of its own functions once, lazily (``torch._dynamo`` disables itself on them)."""
     return getattr(now, "__wrapped__", None) is before and str(getattr(now, "__module__", "")).startswith("torch")
+
+
+def _unwrapped(now: Any, before: Any) -> Any:
+    """The function whose code must be unchanged: ``before`` itself when torch wrapped it with its own code
+    (``torch/_compile.py``: under deterministic mode torch re-wraps ``torch.manual_seed``)."""
+    code = getattr(now, "__code__", None)
+    if code is not None and _torch_wrapper(now, before) and code.co_filename.endswith(_TORCH_COMPILE_PY):
+        return before
+    return now
+
+
+_TORCH_COMPILE_PY = os.path.join("torch", "_compile.py")
 
 
 def _namespace(ns: Any) -> dict[str, Any]:

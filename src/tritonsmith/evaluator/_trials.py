@@ -10,8 +10,9 @@ tolerance on float32 outputs, checks the candidate's error against a float64 ref
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import nullcontext
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from tritonsmith.core.problem_meta import flatten_outputs
@@ -125,7 +126,9 @@ def _check_behaviour(job: Job, t: int, ref_out: list[Any], cand_out: list[Any], 
 def check_kernels_contribute(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[[int], list[Any]]) -> None:
     """Decorative kernels: run the candidate once more with its Triton launches suppressed.
 
-    The inputs are new (so no memory holds their answer). The kernels are decoration when, without them,
+    The inputs are new, and memory the candidate allocates during this call holds NaN (so a recycled block
+    cannot hold their answer: on ``torch.rand`` inputs, ReLU's answer is the inputs' own values, which a
+    freed staging copy still holds). The kernels are decoration when, without them,
     the output still reproduces the reference's far more closely than the reference's own answer for other
     inputs would (normwise: within 1e-3 and within 1% of that input-to-input difference), on every output:
     PyTorch computed everything (``decorative_kernel``). A candidate that fails or raises without its
@@ -144,7 +147,7 @@ def check_kernels_contribute(job: Job, ref_model: Any, cand_model: Any, make_inp
     inputs = make_inputs(seed)
     g.counter.suppress = True
     try:
-        with torch.no_grad():
+        with torch.no_grad(), uninitialized_memory_poisoned():
             bare = flatten_outputs(cand_model(*[_clone(x) for x in inputs]))
         if job.device == "cuda":
             torch.cuda.synchronize()
@@ -165,6 +168,30 @@ def check_kernels_contribute(job: Job, ref_model: Any, cand_model: Any, make_inp
     raise guards.reject("decorative_kernel", job.stage_name, (
         "the output is still correct with every Triton launch of ModelNew suppressed: the kernels contribute "
         "nothing and PyTorch computes the result; compute it with your Triton kernels"))
+
+
+@contextmanager
+def uninitialized_memory_poisoned() -> Iterator[None]:
+    """Within: ``torch.empty`` and friends fill new memory with NaN (floats) or the type's maximum (integers).
+
+    PyTorch does this under deterministic mode (``torch.utils.deterministic.fill_uninitialized_memory``);
+    ``warn_only`` keeps ops without a deterministic implementation running (they warn, silenced here). The
+    previous mode is restored on exit.
+    """
+    import torch
+
+    was_on = torch.are_deterministic_algorithms_enabled()
+    was_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    was_fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        torch.use_deterministic_algorithms(was_on, warn_only=was_warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = was_fill
 
 
 def _close_enough(bare: Any, ref: Any) -> bool:
