@@ -81,3 +81,18 @@ def test_an_honest_kernel_whose_answer_equals_its_input_is_not_called_decorative
     relu = Path(__file__).parents[2] / "benchmarks" / "candidates" / "relu.py"
     result = evaluate(problem, relu, device="cpu", trials=3)
     assert result.status is EvalStatus.CORRECT, result.feedback()
+
+
+def test_strict_fp32_turns_tf32_off_and_restores_the_flags():
+    from tritonsmith.evaluator._trials import strict_fp32, tf32_allowed
+
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        assert tf32_allowed("cuda") and not tf32_allowed("cpu")
+        with strict_fp32():
+            assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+            assert not tf32_allowed("cuda")
+        assert torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved

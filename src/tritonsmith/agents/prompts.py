@@ -42,7 +42,8 @@ A candidate is one self-contained Python file that:
 - defines `class ModelNew(nn.Module)` taking the same constructor arguments as the reference `Model` \
 (and holding the same parameters, under the same names, when `Model` has any);
 - computes `forward` with one or more `@triton.jit` kernels launched from `forward`;
-- returns outputs with the reference's shapes and dtypes, within tolerance (fp32: 1e-4, half: 1e-2).
+- returns outputs with the reference's shapes and dtypes, within tolerance (fp32: 1e-4, half: 1e-2) of the \
+reference, or of the reference run in full fp32 where PyTorch used TF32 (cuDNN convolutions on a GPU).
 
 ## What the evaluator accepts
 {contract}
