@@ -70,6 +70,10 @@ def measure(path: Path, key: str, trials: int, device: str = "cuda") -> dict[str
     result = evaluate(problem, source, device=device, trials=trials, timeout_s=900 if cpu else 120,
                       benchmark=not cpu)
     row.update(status=result.status.value, message=result.message[:160], wall_s=round(time.perf_counter() - start, 1))
+    if result.error:  # a crash's traceback / the worker's last stderr lines: what to fix
+        row["error"] = result.error[-2000:]
+    if result.checks and result.checks.notes:
+        row["notes"] = list(result.checks.notes)
     b = result.benchmark
     if b is not None:
         row.update(triton_ms=b.candidate.median_ms, cudnn_ms=b.eager.median_ms,
