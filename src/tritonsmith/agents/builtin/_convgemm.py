@@ -279,34 +279,35 @@ def conv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
     title = (f"{_describe(s)}: implicit GEMM per group, M = {m_text} (image x output position), N = {s.cout_g} "
              f"(output channels per group), K = {s.k} (input channels per group x taps), fp32 accumulation "
              f"with tensor-core dots (PRECISION), then {len(g.nodes) - 1} fused ops.")
-    src = (f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'PRECISION'])}):\n"
-           f"{w.docstring(title)}\n    K = {s.k}\n" + "".join(f"    {ln}\n" for ln in body))
-    grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.cout_g}, {bn}), {s.groups})"
-    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "PRECISION": str(cfg.get("precision", "tf32x3")),
-            "num_warps": int(cfg.get("num_warps", 8)), "num_stages": int(cfg.get("num_stages", 3))}
-    launcher = w.launcher(grid, meta, f"Launch {name}_kernel: implicit-GEMM convolution + {len(g.nodes) - 1} "
-                                      "fused epilogue ops.")
-    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers)
+    return _gemm_source(w, title, s.k, body, f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.cout_g}, {bn}), "
+                        f"{s.groups})", (bm, bn, bk), cfg, "implicit-GEMM convolution")
 
 
 def _phase_kernel(w: KernelWriter, s: ConvGeometry, ptrs: tuple[str, str], tiles: tuple[int, int, int],
                   cfg: dict[str, Any], epi: list[str]) -> KernelSource:
     """A transposed convolution as one implicit GEMM per (group, output phase): grid axis 1 runs over both."""
-    n, name = w.g.nodes[0], w.name
-    bm, bn, bk = tiles
+    n = w.g.nodes[0]
+    bm, bn, _ = tiles
     body, m_text, axis1, ktot = _phase_body(s, w, ptrs, w.lead is not None and w.lead.batched(n), bn)
     body += [f"v{n.id} = acc"] + epi
     title = (f"{_describe(s, phases=True)}: implicit GEMM per group and output phase (o % stride), M = {m_text} "
              f"(image x phase position), N = {s.cout_g} (output channels per group), K = {ktot} (input channels per "
              f"group x the taps that reach whole input positions), fp32 accumulation with tensor-core dots "
              f"(PRECISION), then {len(w.g.nodes) - 1} fused ops.")
+    return _gemm_source(w, title, ktot, body, f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.cout_g}, {bn}), "
+                        f"{axis1})", tiles, cfg, "transposed convolution by output phases")
+
+
+def _gemm_source(w: KernelWriter, title: str, k: int | str, body: list[str], grid: str,
+                 tiles: tuple[int, int, int], cfg: dict[str, Any], what: str) -> KernelSource:
+    """The kernel's source and its launcher, shared by the direct and the phase (transposed) forms."""
+    name = w.name
+    bm, bn, bk = tiles
     src = (f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'PRECISION'])}):\n"
-           f"{w.docstring(title)}\n    K = {ktot}\n" + "".join(f"    {ln}\n" for ln in body))
-    grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.cout_g}, {bn}), {axis1})"
+           f"{w.docstring(title)}\n    K = {k}\n" + "".join(f"    {ln}\n" for ln in body))
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "PRECISION": str(cfg.get("precision", "tf32x3")),
             "num_warps": int(cfg.get("num_warps", 8)), "num_stages": int(cfg.get("num_stages", 3))}
-    launcher = w.launcher(grid, meta, f"Launch {name}_kernel: transposed convolution by output phases + "
-                                      f"{len(w.g.nodes) - 1} fused epilogue ops.")
+    launcher = w.launcher(grid, meta, f"Launch {name}_kernel: {what} + {len(w.g.nodes) - 1} fused epilogue ops.")
     return KernelSource(name, src, launcher, w.bases, list(w.g.outputs), w.helpers)
 
 
