@@ -225,24 +225,69 @@ def get_init_inputs():
 '''
 
 
-def test_an_exact_fp32_triton_convolution_is_not_failed_by_cudnns_tf32_reference(tmp_path):
-    """cuDNN runs the reference's convolution in TF32 by default (~5e-4 off the fp32 answer, beyond 1e-4): the
-    built-in generator's implicit-GEMM kernel (tf32x3, fp32-accurate) must still be correct, judged against
-    the reference in full fp32 (H100 2026-12-05: 12 of 14 dev convolutions were failed before this)."""
+def _builtin_default(tmp_path, name: str, source: str, *, kind: str | None = None):
+    """The built-in generator's first variant for a reference source: (reference path, candidate path)."""
     from tritonsmith.agents.builtin import _plan
     from tritonsmith.agents.builtin._emit import emit_module
     from tritonsmith.agents.builtin._variants import variant_menu
     from tritonsmith.core.problem import Problem
 
-    ref = tmp_path / "conv64.py"
-    ref.write_text(CONV_64)
+    ref = tmp_path / f"{name}.py"
+    ref.write_text(source)
     problem = Problem.from_file(ref)
     _, plan = _plan(problem, {}, None)
     variant = variant_menu(plan)[0]
     traced, vplan = _plan(problem, variant.options, None)
-    assert any(g.kind == "conv" for g in vplan.groups), [g.kind for g in vplan.groups]
-    cand = tmp_path / "conv64_triton.py"
+    if kind is not None:
+        assert any(g.kind == kind for g in vplan.groups), [g.kind for g in vplan.groups]
+    cand = tmp_path / f"{name}_triton.py"
     cand.write_text(emit_module(problem.name, problem.source, traced, vplan, variant.overrides, variant.key))
+    return ref, cand
+
+
+def test_an_exact_fp32_triton_convolution_is_not_failed_by_cudnns_tf32_reference(tmp_path):
+    """cuDNN runs the reference's convolution in TF32 by default (~5e-4 off the fp32 answer, beyond 1e-4): the
+    built-in generator's implicit-GEMM kernel (tf32x3, fp32-accurate) must still be correct, judged against
+    the reference in full fp32 (H100 2026-12-05: 12 of 14 dev convolutions were failed before this)."""
+    ref, cand = _builtin_default(tmp_path, "conv64", CONV_64, kind="conv")
     assert torch.backends.cudnn.allow_tf32  # PyTorch's default, which the evaluator keeps for the reference
     result = evaluate(ref, cand, device="cuda", trials=3)
     assert result.status is EvalStatus.CORRECT, result.feedback()
+
+
+DEEP_HYBRID = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layers = []
+        for cin in (24, 40, 40, 40, 40, 40):
+            layers += [nn.Conv2d(cin, 40, 3, padding=1, bias=False), nn.BatchNorm2d(40), nn.ReLU(inplace=True)]
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Linear(40, 37)
+
+    def forward(self, x):
+        x = self.features(x)
+        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def get_inputs():
+    return [torch.randn(6, 24, 33, 35)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_deep_hybrid_network_is_not_failed_by_tf32_rounding_on_both_sides(tmp_path):
+    """Level 3's conv + BatchNorm networks (H100 2026-12-05: ResNet block, DenseNet, MobileNets, EfficientNet
+    all wrong_output at 2e-4..1e-2): the candidate's cuDNN convolutions run in TF32 as the reference's do, on
+    inputs that its fused Triton BatchNorm rounded differently, and six layers amplify the difference."""
+    ref, cand = _builtin_default(tmp_path, "deep_hybrid", DEEP_HYBRID)
+    result = evaluate(ref, cand, device="cuda", trials=3)
+    assert result.status is EvalStatus.CORRECT, result.feedback()
+    assert any("full float32" in n for n in result.checks.notes), result.checks.notes

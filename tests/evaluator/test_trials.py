@@ -96,3 +96,87 @@ def test_strict_fp32_turns_tf32_off_and_restores_the_flags():
         assert torch.backends.cudnn.allow_tf32
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _tf32_like(x: torch.Tensor) -> torch.Tensor:
+    """What a library op does to its float32 operands while TF32 is allowed: 10 mantissa bits (emulated)."""
+    if not torch.backends.cudnn.allow_tf32:
+        return x
+    bits = x.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+class _LibraryChain(torch.nn.Module):
+    """Three 'library' matmuls (TF32 emulated) with a nonlinearity between; ``wobble`` perturbs the input of
+    each by ~1e-5 relative, as the rounding of fused Triton kernels between library calls does after a few
+    layers: far inside the tolerance in float32, but it flips TF32's rounding of some operands."""
+
+    def __init__(self, w: torch.Tensor, wobble: bool, wrong_when_strict: bool = False) -> None:
+        super().__init__()
+        self.w, self.wobble, self.wrong_when_strict = w, wobble, wrong_when_strict
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        torch.matmul  # the candidate's op record: it calls a TF32-affected library op
+        for _ in range(3):
+            if self.wobble:
+                x = x * (1 + 2.0 ** -17)
+            x = torch.tanh(_tf32_like(x) @ _tf32_like(self.w))
+        if self.wrong_when_strict and not torch.backends.cudnn.allow_tf32:
+            x = x + 1.0
+        return x
+
+
+class _Guards:
+    def __init__(self, ops: list[str]) -> None:
+        from collections import Counter
+
+        self.enabled, self.cand_ops, self.notes = True, Counter(ops), []
+
+
+class _Job:
+    def __init__(self, ops: list[str]) -> None:
+        self.spec = {"tolerance": "kernelbench", "problem_name": "chain"}
+        self.device, self.candidate_path, self.guards = "cpu", None, _Guards(ops)
+
+
+def _second_opinion(cand_model: torch.nn.Module, ops: list[str]) -> tuple[dict | None, list[str]]:
+    from tritonsmith.core.problem_meta import flatten_outputs
+    from tritonsmith.evaluator._trials import _against_strict_fp32, _check_outputs
+
+    g = torch.Generator().manual_seed(11)
+    w = torch.randn(97, 97, generator=g) / 97 ** 0.5
+    x = torch.randn(33, 97, generator=g)
+    ref_model = _LibraryChain(w, wobble=False)
+    cand_model.w = w
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        ref_out = flatten_outputs(ref_model(x.clone()))
+        cand_out = flatten_outputs(cand_model(x.clone()))
+        job = _Job(ops)
+        first, a, r = _check_outputs(0, cand_out, ref_out, None, "kernelbench")
+        assert first is not None and first["kind"] == "values"  # the emulated TF32 alone fails it
+        verdict, _, _ = _against_strict_fp32(job, 0, (ref_model, cand_model), lambda: [x.clone()],
+                                             (cand_out, ref_out, None), first, (a, r))
+        assert torch.backends.cudnn.allow_tf32  # restored
+        return verdict, job.guards.notes
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+
+
+def test_a_hybrid_candidate_whose_library_calls_ran_in_tf32_is_judged_with_both_sides_in_fp32():
+    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True), ["matmul", "tanh"])
+    assert verdict is None
+    assert any("both sides in full float32" in n for n in notes)
+
+
+def test_the_fp32_second_opinion_keeps_a_candidate_that_is_wrong_in_fp32_failed():
+    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, wrong_when_strict=True),
+                                     ["matmul", "tanh"])
+    assert verdict is not None and verdict["kind"] == "values" and notes == []
+
+
+def test_a_candidate_without_library_ops_is_not_rerun_in_fp32():
+    """Its own arithmetic is Triton's, which TF32 flags do not change: only the first comparison counts."""
+    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True), ["tanh"])
+    assert verdict is not None and notes == []

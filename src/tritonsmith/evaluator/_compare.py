@@ -55,7 +55,7 @@ def kernelbench_tolerance(dtype: Any) -> float:
     return 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4
 
 
-def _loose_tolerance(dtype: Any) -> float:
+def loose_tolerance(dtype: Any) -> float:
     import torch
 
     return 5e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-2
@@ -82,7 +82,7 @@ def compare(out: Any, ref: Any, *, policy: str, ref64: Any | None = None) -> Ver
     if ref64 is None:
         raise ValueError("the numerics policy needs a float64 reference")
     exact = ref64.double()
-    tol = _loose_tolerance(ref.dtype)
+    tol = loose_tolerance(ref.dtype)
     bad = ~torch.isclose(out_f, exact, atol=tol, rtol=tol, equal_nan=True)
     norm = float(exact.norm()) or 1.0
     cand_err = float((out_f - exact).norm()) / norm
