@@ -111,9 +111,10 @@ class _LibraryChain(torch.nn.Module):
     each by ~1e-5 relative, as the rounding of fused Triton kernels between library calls does after a few
     layers: far inside the tolerance in float32, but it flips TF32's rounding of some operands."""
 
-    def __init__(self, w: torch.Tensor, wobble: bool, wrong_when_strict: bool = False) -> None:
+    def __init__(self, w: torch.Tensor, wobble: bool, wrong_when_strict: bool = False,
+                 off_when_tf32: float = 0.0) -> None:
         super().__init__()
-        self.w, self.wobble, self.wrong_when_strict = w, wobble, wrong_when_strict
+        self.w, self.wobble, self.wrong_when_strict, self.off_when_tf32 = w, wobble, wrong_when_strict, off_when_tf32
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         torch.matmul  # the candidate's op record: it calls a TF32-affected library op
@@ -123,6 +124,8 @@ class _LibraryChain(torch.nn.Module):
             x = torch.tanh(_tf32_like(x) @ _tf32_like(self.w))
         if self.wrong_when_strict and not torch.backends.cudnn.allow_tf32:
             x = x + 1.0
+        if torch.backends.cudnn.allow_tf32:
+            x = x * (1 + self.off_when_tf32)
         return x
 
 
@@ -180,3 +183,14 @@ def test_a_candidate_without_library_ops_is_not_rerun_in_fp32():
     """Its own arithmetic is Triton's, which TF32 flags do not change: only the first comparison counts."""
     verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True), ["tanh"])
     assert verdict is not None and notes == []
+
+
+def test_a_candidate_right_only_when_tf32_is_off_stays_failed():
+    """3% off while the flags are as timed: further from the exact answer than TF32 explains (the reference's
+    own TF32 error here is ~1e-4 normwise), though exact with them off."""
+    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, off_when_tf32=0.03),
+                                     ["matmul", "tanh"])
+    assert verdict is not None and notes == []
+    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, off_when_tf32=0.002),
+                                     ["matmul", "tanh"])
+    assert verdict is None  # within the loose bound: the fp32 rerun decides, and it agrees
