@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu_session.sh PHASE [PHASE ...]      (carry: .whl and .kb; results land in $OUT)
 #
-# Phases (each bounded by `timeout`, so one stuck step cannot eat the visit):
+# Phases (each bounded by `timeout` and by what is left of VISIT_S, so one stuck step cannot eat the visit):
 #   tests      GPU-marked tests (issues 2, 3)                          -> gpu_tests.log
 #   evaluator  evaluator wall time and speedup spread, 11 problems     -> evaluator_gpu.{json,md,log}
 #   overhead   what the anti-cheat checks add to an evaluation         -> evaluator_overhead.json
@@ -20,8 +20,13 @@
 #   convtriton the Triton convolutions vs cuDNN and torch.compile, dev level 1 (issue 19) -> conv_triton.{json,log}
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
-# PROF_ONLY (profiler case names, default all six), SUITE_ARGS.
+# PROF_ONLY (profiler case names, default all six), SUITE_ARGS, VISIT_S (the call's own limit, default 570:
+# every phase is cut to what is left of it, so the last pack always happens before the device stops the call).
 set -u
+END=$(( $(date +%s) + ${VISIT_S:-570} ))
+# cap SECONDS: SECONDS, or what is left of the visit less 15 s for packing, whichever is smaller (at least 1)
+cap() { local left=$(( END - $(date +%s) - 15 )); (( left < 1 )) && left=1; echo $(( $1 < left ? $1 : left )); }
+tmo() { timeout "$(cap "$1")" "${@:2}"; }
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   && export PYTHONPATH=$PWD/src:/tmp/site PYTHONUNBUFFERED=1 || exit 1
 # Phases write into RAW; after each phase RAW is packed into $OUT/all.tar.gz (the device returns at most
@@ -38,31 +43,32 @@ for phase in "$@"; do
   case $phase in
     tests)
       # shellcheck disable=SC2086
-      timeout "${TESTS_S:-240}" python3 -m pytest -v -rA --durations=0 --tb=short -m gpu -p no:cacheprovider \
+      tmo "${TESTS_S:-240}" python3 -m pytest -v -rA --durations=0 --tb=short -m gpu -p no:cacheprovider \
         --timeout 100 ${TESTS:-tests/} > "$OUT/gpu_tests${TESTS_TAG:-}.log" 2>&1
       echo "pytest rc=$?" >> "$OUT/gpu_tests${TESTS_TAG:-}.log"
       grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|rc=" "$OUT/gpu_tests${TESTS_TAG:-}.log" | tail -30 ;;
     evaluator)
       # shellcheck disable=SC2086
-      timeout "${EVAL_S:-330}" python3 benchmarks/evaluator_gpu.py .kb --repeats 3 --spawn-repeats 0 --no-census \
+      tmo "${EVAL_S:-330}" python3 benchmarks/evaluator_gpu.py .kb --repeats 3 --spawn-repeats 0 --no-census \
         ${EVAL_ONLY:+--only $EVAL_ONLY} 2>&1 | grep -v Warning | tail -60 ;;
     overhead)
-      timeout 150 python3 benchmarks/evaluator_overhead.py --device cuda --reps ${OVERHEAD_REPS:-5} 2>&1 | tail -15 ;;
+      tmo 150 python3 benchmarks/evaluator_overhead.py --device cuda --reps ${OVERHEAD_REPS:-5} 2>&1 | tail -15 ;;
     seeds)
-      timeout 200 python3 benchmarks/seed_library_gpu.py 2>&1 | tail -25 ;;
+      tmo 200 python3 benchmarks/seed_library_gpu.py 2>&1 | tail -25 ;;
     profiler)
-      mkdir -p /tmp/prof && OUT=/tmp/prof timeout "${PROF_S:-240}" python3 benchmarks/profiler_gpu.py .kb ${PROF_ONLY:+--only $PROF_ONLY} \
+      mkdir -p /tmp/prof && OUT=/tmp/prof tmo "${PROF_S:-240}" python3 benchmarks/profiler_gpu.py .kb ${PROF_ONLY:+--only $PROF_ONLY} \
         2>&1 | tail -25; tar czf "$OUT/profiler.tar.gz" -C /tmp/prof . ;;
     suite)
+      budget=$(( $(cap $(( ${SUITE_S:-420} + 110 ))) - 110 )); (( budget < 30 )) && { echo "suite: no time left"; pack; continue; }
       # shellcheck disable=SC2086
-      timeout "$(( ${SUITE_S:-420} + 110 ))" python3 benchmarks/suite_gpu.py record --kernelbench .kb --run-dir "$PWD/.runs/suite" \
-        --time-budget "${SUITE_S:-420}" --hard-stop "$(( ${SUITE_S:-420} + 100 ))" ${SUITE_ARGS:-} 2>&1 | tail -40 ;;
+      tmo "$(( budget + 110 ))" python3 benchmarks/suite_gpu.py record --kernelbench .kb --run-dir "$PWD/.runs/suite" \
+        --time-budget "$budget" --hard-stop "$(( budget + 100 ))" ${SUITE_ARGS:-} 2>&1 | tail -40 ;;
     probe)
       # what the variants of a few problems measure, attempt by attempt (PROBE: problem paths, PROBE_ITERS)
       for f in ${PROBE:-}; do
         n=$(basename "$f" .py)
         # profiling off: with it each refined attempt also spends 20-40 s in the profiler
-        TRITONSMITH_PROFILE=0 timeout 120 python3 -m tritonsmith optimize "$f" --generator builtin \
+        TRITONSMITH_PROFILE=0 tmo 120 python3 -m tritonsmith optimize "$f" --generator builtin \
           --iterations "${PROBE_ITERS:-4}" --no-memory --out "$OUT/probe/$n" > "$OUT/probe_$n.log" 2>&1
         grep -E "^\| [0-9]" "$OUT/probe/$n/report.md" | cut -c1-260
         pack
@@ -70,15 +76,15 @@ for phase in "$@"; do
     convlayout)
       # shellcheck disable=SC2086
       # TORCH_LOGS=output_code: torch.compile's generated code, to see how it lays out the convolution
-      TORCH_LOGS=output_code timeout 200 python3 benchmarks/conv_layout_gpu.py ${CONVS:-} \
+      TORCH_LOGS=output_code tmo 200 python3 benchmarks/conv_layout_gpu.py ${CONVS:-} \
         2> "$OUT/inductor_output_code.txt" | tee "$OUT/conv_layout.txt" ;;
     mainjob)
       # the README's main command (pip steps aside: the wheels are already on PYTHONPATH), timed, as a user runs
       # it; then a cold CLI profile (a fresh process: zygote start, ceilings, ncu) of the same problem
       TIMEFORMAT="wall %R s"
-      { time timeout 300 python3 -m tritonsmith optimize example:softmax_reference.py --out "$OUT/mainjob" 2>&1
+      { time tmo 300 python3 -m tritonsmith optimize example:softmax_reference.py --out "$OUT/mainjob" 2>&1
         echo "optimize rc=$?"
-        time timeout 120 python3 -m tritonsmith profile example:softmax_reference.py example:softmax_triton.py \
+        time tmo 120 python3 -m tritonsmith profile example:softmax_reference.py example:softmax_triton.py \
           --device cuda --compiled 2>&1
         echo "profile rc=$?"; } > "$OUT/mainjob.log" 2>&1
       grep -v Warning "$OUT/mainjob.log" | tail -40 ;;
@@ -89,7 +95,7 @@ for phase in "$@"; do
       ls /dev/nvidiactl /dev/nvidia0 > "$OUT/coldprof/device_nodes.txt" 2>&1; cat "$OUT/coldprof/device_nodes.txt"
       for i in 1 2 3; do
         [ "$i" = 2 ] && export TRITON_CACHE_DIR=/tmp/tc2 TORCHINDUCTOR_CACHE_DIR=/tmp/ic2
-        { time timeout 150 python3 -m tritonsmith -v profile .kb/level1/19_ReLU.py benchmarks/candidates/relu.py \
+        { time tmo 150 python3 -m tritonsmith -v profile .kb/level1/19_ReLU.py benchmarks/candidates/relu.py \
             --device cuda --compiled --json > "$OUT/coldprof/run$i.json" 2> "$OUT/coldprof/run$i.log" ; } \
           2> "$OUT/coldprof/run${i}_wall_s.txt"
         echo "run $i: wall $(cat "$OUT/coldprof/run${i}_wall_s.txt") s"; grep -i "zygote" "$OUT/coldprof/run$i.log" | tail -3
@@ -98,18 +104,18 @@ for phase in "$@"; do
       unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR ;;
     honest)
       # issue 17: no false rejections over the recorded suite kernels, hand-written and test candidates
-      timeout "${HONEST_S:-420}" python3 benchmarks/evaluator_honest_gpu.py .kb --suite benchmarks/results/h200-2026-12-04/suite ${HONEST_ARGS:-} \
+      tmo "${HONEST_S:-420}" python3 benchmarks/evaluator_honest_gpu.py .kb --suite benchmarks/results/h200-2026-12-04/suite ${HONEST_ARGS:-} \
         2>&1 | grep -v Warning | tail -25 ;;
     shortk)
       # issue 17: speedup spread over 3 evaluations of short (< 0.1 ms) kernels
-      timeout "${SHORTK_S:-300}" python3 benchmarks/short_kernels_gpu.py .kb --repeats 3 --divide "${SHORTK_DIVIDE:-64}" \
+      tmo "${SHORTK_S:-300}" python3 benchmarks/short_kernels_gpu.py .kb --repeats 3 --divide "${SHORTK_DIVIDE:-64}" \
         2>&1 | grep -v Warning | tail -16 ;;
     generalize)
-      timeout "${GEN_S:-500}" python3 benchmarks/generalize_check.py "${GEN_RUN:-$PWD/.runs/suite}" .kb --device cuda \
+      tmo "${GEN_S:-500}" python3 benchmarks/generalize_check.py "${GEN_RUN:-$PWD/.runs/suite}" .kb --device cuda \
         --out "$OUT/generalize" 2>&1 | tail -40 ;;
     convtriton)
       # shellcheck disable=SC2086
-      timeout "${CONVT_S:-290}" python3 benchmarks/conv_triton_gpu.py .kb --json "$OUT/conv_triton.json" ${CONVT_ARGS:-} \
+      tmo "${CONVT_S:-290}" python3 benchmarks/conv_triton_gpu.py .kb --json "$OUT/conv_triton.json" ${CONVT_ARGS:-} \
         2>&1 | grep -v Warning | tee "$OUT/conv_triton.log" | tail -40 ;;
     *) echo "unknown phase $phase" ;;
   esac
