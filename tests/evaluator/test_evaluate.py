@@ -253,3 +253,14 @@ def test_worker_environment_survives_inductor_naming_its_cache_dir(monkeypatch: 
     cache_dir_utils.cache_dir()
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == os.path.abspath(cache_dir_utils.default_cache_dir())
     assert {dev: _worker_env(dev) for dev in ("cpu", "cuda")} == before
+
+
+def test_the_default_worker_timeout_grows_with_the_candidates_kernel_count():
+    """A whole network's candidate (DenseNet201: 109 kernel groups) needs more than 300 s cold on a GPU."""
+    from tritonsmith.evaluator._evaluate import default_timeout_s
+
+    one = "@triton.jit\ndef _k(x):\n    pass\n"
+    assert default_timeout_s("cuda", one) == 300.0
+    assert default_timeout_s("cpu", one * 30) == 600.0
+    assert default_timeout_s("cuda", one * 110) == 300.0 + 3.0 * 80
+    assert default_timeout_s("cuda", one * 1000) == 900.0

@@ -98,7 +98,7 @@ def bench_command(
                                                 "in Triton.")] = Policy.hybrid,
     scale: Annotated[bool, typer.Option("--scale/--no-scale", help="Shrink problem shapes first (for the CPU "
                                         "interpreter; reported).")] = False,
-    timeout: Annotated[float | None, typer.Option(help="Per-evaluation wall-clock limit, seconds.", show_default="300 on CUDA, 600 on the CPU")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Per-evaluation wall-clock limit, seconds.", show_default="300 on CUDA, 600 on the CPU, +3 per Triton kernel beyond 30 (at most 900)")] = None,
     memory: Annotated[bool, typer.Option("--memory/--no-memory", help="Let the loop use the kernel memory. Off by "
                                          "default (optimize: on): workers run in parallel and a suite score must "
                                          "not depend on the order problems finished in.")] = False,

@@ -29,7 +29,7 @@ def eval_command(
     tolerance: Annotated[Tolerance, typer.Option(help="kernelbench: allclose 1e-4 (fp32); numerics: vs float64.")] = Tolerance.kernelbench,
     policy: Annotated[Policy, typer.Option(help="hybrid: torch may keep some ops (reported); strict: all compute in Triton.")] = Policy.hybrid,
     scale: Annotated[bool, typer.Option("--scale/--no-scale", help="Shrink the problem's shapes first (reported).")] = False,
-    timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the worker, seconds.", show_default="300 on CUDA, 600 on the CPU")] = None,
+    timeout: Annotated[float | None, typer.Option(help="Wall-clock limit for the worker, seconds.", show_default="300 on CUDA, 600 on the CPU, +3 per Triton kernel beyond 30 (at most 900)")] = None,
     generalize: Annotated[bool, typer.Option(help="Also check it with the inputs' leading dim halved and odd.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:

@@ -60,6 +60,17 @@ log = logging.getLogger(__name__)
 Device = Literal["auto", "cpu", "cuda"]
 CPU_TIMING_NOTE = "timing needs a CUDA GPU: on the CPU the Triton interpreter checks correctness only"
 _DEFAULT_TIMEOUT_S = {"cpu": 600.0, "cuda": 300.0}
+# A whole network's candidate holds a hundred kernels or more, each JIT-compiled on its first call, and its
+# torch.compile baseline compiles the whole graph: DenseNet201 (109 kernel groups) took over 300 s cold on an
+# H100 (2026-12-05). The default grows by this much per Triton kernel beyond the first 30, up to the cap.
+_TIMEOUT_PER_KERNEL_S = 3.0
+_TIMEOUT_CAP_S = 900.0
+
+
+def default_timeout_s(device: str, source: str) -> float:
+    """The worker's wall-clock limit when none is given: the device's base, more for candidates with many kernels."""
+    kernels = source.count("@triton.jit")
+    return min(_TIMEOUT_CAP_S, _DEFAULT_TIMEOUT_S[device] + _TIMEOUT_PER_KERNEL_S * max(0, kernels - 30))
 
 
 def evaluate(
@@ -97,7 +108,8 @@ def evaluate(
         dtype: cast floating inputs and both models to this dtype (e.g. ``"float16"``); None keeps the problem's.
         benchmark: time candidate, eager and torch.compile on CUDA after a correct verdict.
         compile_mode: torch.compile mode for the baseline (``"default"``, ``"max-autotune"``, ``"none"``).
-        timeout_s: wall-clock limit for the worker (default 300 s on CUDA, 600 s on the CPU).
+        timeout_s: wall-clock limit for the worker (default 300 s on CUDA, 600 s on the CPU, plus 3 s per
+            Triton kernel beyond 30, at most 900 s).
         seed: base seed for weights and inputs.
         scale: shrink the problem's shapes first (for the CPU interpreter); the result says so.
         policy: how much PyTorch the candidate may use. ``"hybrid"`` (default; KernelBench allows partial
@@ -129,7 +141,7 @@ def evaluate(
                 "weights_path": str(prob.weights_path) if prob.weights_path else None, "device": dev,
                 "dtype": dtype, "trials": trials, "tolerance": tolerance, "seed": seed, "benchmark": benchmark,
                 "compile_mode": compile_mode, "checks": checks, "policy": policy, "tf32_lines": static.tf32_lines}
-        outcome = run_worker(spec, base, timeout_s=timeout_s or _DEFAULT_TIMEOUT_S[dev], env=_worker_env(dev))
+        outcome = run_worker(spec, base, timeout_s=timeout_s or default_timeout_s(dev, source), env=_worker_env(dev))
         result = _to_result(outcome, prob, dev, tolerance, candidate_path if keep_files else None)
         result = _apply_static(result, static, policy, static_s) if checks else result
         if generalize and result.ok:
