@@ -145,3 +145,26 @@ def test_round_checker_judges_all_rounds_together_and_names_the_wrong_ones():
     for want in answers[:9]:
         honest.compare(want.clone(), want)
     honest.verdict()  # nothing wrong: no exception
+
+
+def test_a_tf32_spread_found_in_the_trials_widens_the_timed_bound_but_not_past_another_inputs_result():
+    """MobileNetV2 with TF32 emulated on the CPU: the candidate's and the reference's convolutions end ~4% apart
+    normwise (7% from the exact answer each); here 8% apart, within 4x a 3.6% spread."""
+    assert tc.wrong_bound() == tc.wrong_bound(0.001) == 0.05
+    assert tc.wrong_bound(0.036) == pytest.approx(0.144)
+    assert tc.wrong_bound(1.0) == 0.3
+    g = torch.Generator().manual_seed(23)
+    wants = [torch.randn(10, 1000, generator=g) for _ in range(6)]
+    tf32_apart = [w + 0.08 * torch.randn(w.shape, generator=g) for w in wants]
+    strict, widened = tc.RoundChecker(), tc.RoundChecker(tc.wrong_bound(0.036))
+    for got, want in zip(tf32_apart, wants, strict=True):
+        strict.compare(got, want)
+        widened.compare(got, want)
+    with pytest.raises(CandidateFailure):
+        strict.verdict()
+    widened.verdict()  # within 4x the spread: no exception
+    stale = tc.RoundChecker(tc.wrong_bound(1.0))
+    for i, want in enumerate(wants):
+        stale.compare(wants[i - 1].clone(), want)  # another input's result: ~1.4 normwise
+    with pytest.raises(CandidateFailure):
+        stale.verdict()

@@ -133,7 +133,7 @@ class _Guards:
     def __init__(self, ops: list[str]) -> None:
         from collections import Counter
 
-        self.enabled, self.cand_ops, self.notes = True, Counter(ops), []
+        self.enabled, self.cand_ops, self.notes, self.tf32_spread = True, Counter(ops), [], 0.0
 
 
 class _Job:
@@ -142,7 +142,7 @@ class _Job:
         self.device, self.candidate_path, self.guards = "cpu", None, _Guards(ops)
 
 
-def _second_opinion(cand_model: torch.nn.Module, ops: list[str]) -> tuple[dict | None, list[str]]:
+def _second_opinion(cand_model: torch.nn.Module, ops: list[str]) -> tuple[dict | None, list[str], float]:
     from tritonsmith.core.problem_meta import flatten_outputs
     from tritonsmith.evaluator._trials import _against_strict_fp32, _check_outputs
 
@@ -162,35 +162,36 @@ def _second_opinion(cand_model: torch.nn.Module, ops: list[str]) -> tuple[dict |
         verdict, _, _ = _against_strict_fp32(job, 0, (ref_model, cand_model), lambda: [x.clone()],
                                              (cand_out, ref_out, None), first, (a, r))
         assert torch.backends.cudnn.allow_tf32  # restored
-        return verdict, job.guards.notes
+        return verdict, job.guards.notes, job.guards.tf32_spread
     finally:
         torch.backends.cudnn.allow_tf32 = saved
 
 
 def test_a_hybrid_candidate_whose_library_calls_ran_in_tf32_is_judged_with_both_sides_in_fp32():
-    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True), ["matmul", "tanh"])
+    verdict, notes, spread = _second_opinion(_LibraryChain(torch.empty(0), wobble=True), ["matmul", "tanh"])
     assert verdict is None
     assert any("both sides in full float32" in n for n in notes)
+    assert 1e-6 < spread < 1e-2  # what the timed checks then allow for (``_timed_checks.wrong_bound``)
 
 
 def test_the_fp32_second_opinion_keeps_a_candidate_that_is_wrong_in_fp32_failed():
-    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, wrong_when_strict=True),
+    verdict, notes, spread = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, wrong_when_strict=True),
                                      ["matmul", "tanh"])
     assert verdict is not None and verdict["kind"] == "values" and notes == []
 
 
 def test_a_candidate_without_library_ops_is_not_rerun_in_fp32():
     """Its own arithmetic is Triton's, which TF32 flags do not change: only the first comparison counts."""
-    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True), ["tanh"])
+    verdict, notes, spread = _second_opinion(_LibraryChain(torch.empty(0), wobble=True), ["tanh"])
     assert verdict is not None and notes == []
 
 
 def test_a_candidate_right_only_when_tf32_is_off_stays_failed():
     """3% off while the flags are as timed: further from the exact answer than TF32 explains (the reference's
     own TF32 error here is ~1e-4 normwise), though exact with them off."""
-    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, off_when_tf32=0.03),
+    verdict, notes, spread = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, off_when_tf32=0.03),
                                      ["matmul", "tanh"])
     assert verdict is not None and notes == []
-    verdict, notes = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, off_when_tf32=0.002),
+    verdict, notes, spread = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, off_when_tf32=0.002),
                                      ["matmul", "tanh"])
     assert verdict is None  # within the loose bound: the fp32 rerun decides, and it agrees

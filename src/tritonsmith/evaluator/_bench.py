@@ -160,7 +160,7 @@ class _Checker:
     """The per-round checks of ``_timed_checks`` plus one profiled round at a random point."""
 
     def __init__(self, job: Job, candidate: Callable[[list[Any]], Any], *, profile: bool = True) -> None:
-        self.rounds = tc.RoundChecker()
+        self.rounds = tc.RoundChecker(tc.wrong_bound(job.guards.tf32_spread))
         self._job = job
         self._candidate = candidate
         self._profile_at = 1 + secrets.randbelow(_MIN_REPS) if profile else -1

@@ -435,6 +435,9 @@ class Guards:
         self.cand_ops: Counter[str] = Counter()
         self.launches: int | None = None
         self.notes: list[str] = []
+        # normwise distance between the candidate's and the reference's outputs that TF32 library calls on
+        # both sides explained in the trials (``_trials._against_strict_fp32``); widens the timed checks
+        self.tf32_spread = 0.0
         self.integrity: Integrity | None = None
         self._precision: dict[str, Any] = {}
         self._threads: set[int] = set()

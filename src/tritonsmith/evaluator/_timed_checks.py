@@ -38,6 +38,16 @@ _SAMPLE = 2048  # elements compared per output per timed call
 # rounding noise around a constant (no meaningful relative error); an absolute tolerance alone would accept
 # any output of small magnitude (a 4096-wide softmax is ~2e-4 everywhere).
 _WRONG_REL_ERROR = 0.05
+# Where the trials found the candidate's TF32 library calls and the reference's apart by a spread (a deep
+# network, ``_trials._against_strict_fp32``), the bound is that many times the spread, never above the cap:
+# another input's result stays ~1 or more away.
+_SPREAD_MULTIPLE = 4.0
+_WRONG_REL_ERROR_CAP = 0.3
+
+
+def wrong_bound(tf32_spread: float = 0.0) -> float:
+    """The normwise relative error above which a sampled timed output is wrong (see ``_rows_wrong``)."""
+    return min(_WRONG_REL_ERROR_CAP, max(_WRONG_REL_ERROR, _SPREAD_MULTIPLE * tf32_spread))
 _SLACK = 4.0
 _WRONG_SHARE = 0.25  # integer outputs: wrong when more than this share of the sample differs
 _HELD_OUTPUTS = 2  # earlier candidate outputs kept alive (as a caller would) while the next one is made
@@ -51,7 +61,8 @@ class RoundChecker:
     timed loop neither synchronizes nor runs a comparison per round.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, wrong_rel_error: float = _WRONG_REL_ERROR) -> None:
+        self.wrong_rel_error = wrong_rel_error
         self.rounds = 0
         self._structural: list[int] = []  # rounds whose outputs differ in number, shape, dtype or device
         self._samples: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}  # output -> (round, got, want)
@@ -88,7 +99,7 @@ class RoundChecker:
         for samples in self._samples.values():
             # judged on the host: a few hundred kilobytes, and no device kernel the evaluation would load only for this
             got, want = torch.stack([g for _, g, _ in samples]).cpu(), torch.stack([w for _, _, w in samples]).cpu()
-            rows = _rows_wrong(got, want)
+            rows = _rows_wrong(got, want, self.wrong_rel_error)
             wrong.update(n for (n, _, _), bad in zip(samples, rows.tolist(), strict=True) if bad)
         self._structural.clear()
         self._samples.clear()
@@ -117,10 +128,10 @@ def _gather(c: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     return flat_c.clone(), flat_r.clone()
 
 
-def _rows_wrong(c: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+def _rows_wrong(c: torch.Tensor, r: torch.Tensor, bound: float = _WRONG_REL_ERROR) -> torch.Tensor:
     """Which rows of the samples ``c`` (got) and ``r`` (want), both ``[rounds, elements]``, are wrong.
 
-    Floats: relative error ``||c - r|| / ||r||`` above ``_WRONG_REL_ERROR`` and some element outside
+    Floats: relative error ``||c - r|| / ||r||`` above ``bound`` and some element outside
     ``_SLACK`` times the kernelbench tolerance (a NaN where the reference has a number is wrong; NaN in
     both agrees). Integers: more than ``_WRONG_SHARE`` of the elements differ.
     """
@@ -135,7 +146,7 @@ def _rows_wrong(c: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     rel = diff.square().sum(dim=1).sqrt() / scale.square().sum(dim=1).sqrt().clamp_min(1e-300)
     tol = _SLACK * kernelbench_tolerance(r.dtype)
     outside = (diff > tol * (1.0 + scale)).any(dim=1)
-    return (rel > _WRONG_REL_ERROR) & outside
+    return (rel > bound) & outside
 
 
 def sample_wrong(c: Any, r: torch.Tensor) -> bool:

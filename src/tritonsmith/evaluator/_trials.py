@@ -113,6 +113,7 @@ def _against_strict_fp32(job: Job, t: int, models: tuple[Any, Any], fresh_inputs
     again, a, r = _check_outputs(t, cand_strict, strict, ref64, policy)
     if again:
         return mismatch, *errors
+    job.guards.tf32_spread = max(job.guards.tf32_spread, _spread(cand_out, ref_out))
     _note(job, "judged with both sides in full float32: the candidate's own torch convolutions/matmuls and "
                "the reference's ran in TF32 (cuDNN's default), whose rounding differs between them by more "
                "than the tolerance")
@@ -144,6 +145,16 @@ def _as_close_as_the_reference(cand: list[Any], ref: list[Any], strict: list[Any
     return all(relative_error(c, s) <= max(loose_tolerance(s.dtype), _TF32_MULTIPLE * relative_error(r, s))
                for c, r, s in zip(cand, ref, strict, strict=True)
                if isinstance(s, torch.Tensor) and s.is_floating_point())
+
+
+def _spread(cand: list[Any], ref: list[Any]) -> float:
+    """The largest normwise relative error between float outputs."""
+    import torch
+
+    from tritonsmith.evaluator._compare import relative_error
+
+    return max((relative_error(c, r) for c, r in zip(cand, ref, strict=True)
+                if isinstance(r, torch.Tensor) and r.is_floating_point()), default=0.0)
 
 
 def _note(job: Job, note: str) -> None:
