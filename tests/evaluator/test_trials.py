@@ -117,7 +117,6 @@ class _LibraryChain(torch.nn.Module):
         self.w, self.wobble, self.wrong_when_strict, self.off_when_tf32 = w, wobble, wrong_when_strict, off_when_tf32
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        torch.matmul  # the candidate's op record: it calls a TF32-affected library op
         for _ in range(3):
             if self.wobble:
                 x = x * (1 + 2.0 ** -17)

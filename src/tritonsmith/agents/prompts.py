@@ -43,7 +43,7 @@ A candidate is one self-contained Python file that:
 (and holding the same parameters, under the same names, when `Model` has any);
 - computes `forward` with one or more `@triton.jit` kernels launched from `forward`;
 - returns outputs with the reference's shapes and dtypes, within tolerance (fp32: 1e-4, half: 1e-2) of the \
-reference, or of the reference run in full fp32 where PyTorch used TF32 (cuDNN convolutions on a GPU); torch convolutions/matmuls you call yourself are then re-run in full fp32 too.
+reference, or of the reference run in full fp32 where PyTorch used TF32 (cuDNN convolutions on a GPU); torch convolutions/matmuls you call yourself are then re-run in full fp32 too, if your output is already about as close to the exact answer as the reference's.
 
 ## What the evaluator accepts
 {contract}

@@ -43,14 +43,14 @@ _WRONG_REL_ERROR = 0.05
 # another input's result stays ~1 or more away.
 _SPREAD_MULTIPLE = 4.0
 _WRONG_REL_ERROR_CAP = 0.3
+_SLACK = 4.0
+_WRONG_SHARE = 0.25  # integer outputs: wrong when more than this share of the sample differs
+_HELD_OUTPUTS = 2  # earlier candidate outputs kept alive (as a caller would) while the next one is made
 
 
 def wrong_bound(tf32_spread: float = 0.0) -> float:
     """The normwise relative error above which a sampled timed output is wrong (see ``_rows_wrong``)."""
     return min(_WRONG_REL_ERROR_CAP, max(_WRONG_REL_ERROR, _SPREAD_MULTIPLE * tf32_spread))
-_SLACK = 4.0
-_WRONG_SHARE = 0.25  # integer outputs: wrong when more than this share of the sample differs
-_HELD_OUTPUTS = 2  # earlier candidate outputs kept alive (as a caller would) while the next one is made
 
 
 class RoundChecker:

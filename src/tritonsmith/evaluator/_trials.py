@@ -128,33 +128,33 @@ _TF32_OPS = ("conv", "mm", "matmul", "linear", "addmm", "baddbmm", "bmm", "einsu
 
 def _library_ops(job: Job) -> bool:
     """Whether the candidate ran an op that TF32 affects (recorded on the first trial; unknown counts as yes)."""
-    ops = job.guards.cand_ops
     if not job.guards.enabled:
         return True
-    return any(any(k in str(op).lower() for k in _TF32_OPS) for op in ops)
+    return any(any(k in str(op).lower() for k in _TF32_OPS) for op in job.guards.cand_ops)
 
 
 def _as_close_as_the_reference(cand: list[Any], ref: list[Any], strict: list[Any]) -> bool:
     """Every float output of the candidate as run (TF32 allowed) is, normwise, within the loose bound (the
     timed rounds' check) of the exact float32 answer, or no further than ``_TF32_MULTIPLE`` times the
     reference's own TF32 output is from it (a deep network's TF32 error can exceed the loose bound)."""
-    import torch
-
     from tritonsmith.evaluator._compare import loose_tolerance, relative_error
 
     return all(relative_error(c, s) <= max(loose_tolerance(s.dtype), _TF32_MULTIPLE * relative_error(r, s))
-               for c, r, s in zip(cand, ref, strict, strict=True)
-               if isinstance(s, torch.Tensor) and s.is_floating_point())
+               for (c, s), (r, _) in zip(_float_pairs(cand, strict), _float_pairs(ref, strict), strict=True))
 
 
 def _spread(cand: list[Any], ref: list[Any]) -> float:
     """The largest normwise relative error between float outputs."""
-    import torch
-
     from tritonsmith.evaluator._compare import relative_error
 
-    return max((relative_error(c, r) for c, r in zip(cand, ref, strict=True)
-                if isinstance(r, torch.Tensor) and r.is_floating_point()), default=0.0)
+    return max((relative_error(c, r) for c, r in _float_pairs(cand, ref)), default=0.0)
+
+
+def _float_pairs(outs: list[Any], refs: list[Any]) -> list[tuple[Any, Any]]:
+    """(output, reference) pairs of the floating-point reference outputs."""
+    import torch
+
+    return [(o, r) for o, r in zip(outs, refs, strict=True) if isinstance(r, torch.Tensor) and r.is_floating_point()]
 
 
 def _note(job: Job, note: str) -> None:
