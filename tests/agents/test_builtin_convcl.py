@@ -82,3 +82,96 @@ def test_conv_cl_not_offered_for_other_epilogues(forward: str) -> None:
     state = BuiltinGenerator()._state(problem)
     assert state.error is None and state.menu, state.error
     assert "conv-cl" not in [v.key for v in state.menu]
+
+
+# -- net-cl: channels-last across a network ---------------------------------------------------------------
+def _net(name: str, init: str, forward: str, inputs: str) -> Problem:
+    return _problem(name, init, forward, inputs)
+
+
+NETS = {
+    # VGG-like: conv, relu, conv, relu, max pool (a window kernel reads channels-last), conv, then a flatten
+    # into a linear layer (a reshape of a channels-last value needs a copy: that value stays contiguous)
+    "vgg_like": _net(
+        "vgg_like",
+        "        self.c1 = nn.Conv2d(3, 5, 3, padding=1)\n        self.c2 = nn.Conv2d(5, 6, 3, padding=1)\n"
+        "        self.c3 = nn.Conv2d(6, 7, 3)\n        self.fc = nn.Linear(7 * 2 * 3, 9)",
+        "        x = torch.relu(self.c1(x))\n        x = torch.relu(self.c2(x))\n        x = F.max_pool2d(x, 2)\n"
+        "        x = torch.relu(self.c3(x))\n        return self.fc(torch.flatten(x, 1))",
+        "[torch.randn(2, 3, 9, 11)]"),
+    # ResNet-like: BatchNorm in training mode (row kernels reading and storing channels-last), a residual
+    # add of the block's input, a 1x1 projection
+    "resnet_like": _net(
+        "resnet_like",
+        "        self.c1 = nn.Conv2d(4, 6, 3, padding=1, bias=False)\n        self.b1 = nn.BatchNorm2d(6)\n"
+        "        self.c2 = nn.Conv2d(6, 6, 3, padding=1, bias=False)\n        self.b2 = nn.BatchNorm2d(6)\n"
+        "        self.proj = nn.Conv2d(4, 6, 1, bias=False)",
+        "        y = torch.relu(self.b1(self.c1(x)))\n        y = self.b2(self.c2(y))\n"
+        "        return torch.relu(y + self.proj(x))",
+        "[torch.randn(3, 4, 7, 5)]"),
+    # MobileNet-like: a depthwise convolution (a window kernel) between two dense 1x1 convolutions
+    "mobilenet_like": _net(
+        "mobilenet_like",
+        "        self.a = nn.Conv2d(3, 8, 1)\n        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)\n"
+        "        self.b = nn.Conv2d(8, 5, 1)",
+        "        x = F.relu6(self.a(x))\n        x = F.relu6(self.dw(x))\n        return self.b(x).mean(dim=(2, 3))",
+        "[torch.randn(2, 3, 6, 7)]"),
+}
+
+
+@pytest.fixture(scope="module")
+def net_written() -> dict[str, Any]:
+    from tritonsmith.agents.builtin import _write
+
+    out = {}
+    for name, problem in NETS.items():
+        state = BuiltinGenerator()._state(problem)
+        assert state.error is None, state.error
+        keys = [v.key for v in state.menu]
+        assert keys.index("net-cl") == 1, keys  # the row-major first variant stays first
+        variant = state.menu[1]
+        out[name] = (variant, *_write(problem, state, variant))
+    return out
+
+
+@pytest.fixture(scope="module")
+def net_interpreted(net_written: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    pairs = {name: (problem.source, net_written[name][3]) for name, problem in NETS.items()}
+    return run_on_interpreter(tmp_path_factory.mktemp("netcl"), pairs)
+
+
+@pytest.mark.parametrize("name", list(NETS))
+def test_net_cl_matches_reference_on_the_interpreter(name: str, net_written: dict[str, Any],
+                                                     net_interpreted: dict[str, Any]) -> None:
+    variant, _, plan, src = net_written[name]
+    assert "without a transpose" in variant.why
+    assert "memory_format=torch.channels_last" in src  # some kernel stores channels-last
+    assert net_interpreted[name]["ok"], net_interpreted[name]["detail"]
+
+
+def test_net_cl_layout_keeps_contiguous_what_a_reader_needs() -> None:
+    """vgg_like: the first convolution's input (the model's) is transposed, the other two are not; the last
+    relu's output feeds a flatten (a reshape of a channels-last tensor needs a copy): it stays contiguous."""
+    from tritonsmith.agents.builtin import _plan
+    from tritonsmith.agents.builtin._convcl import plan_network
+
+    problem = NETS["vgg_like"]
+    _, plan = _plan(problem, {}, None)
+    net = plan_network(plan)
+    assert net is not None and len(net.convs) == 3 and len(net.direct) == 2
+    flat = next(o for o in plan.graph.nodes if o.kind == "view" and len(o.shape) == 2)
+    last_relu = resolve(flat, plan)
+    assert last_relu.id not in net.values
+
+
+def resolve(a: Any, plan: Any) -> Any:
+    from tritonsmith.agents.builtin._partition import resolve_base
+
+    return resolve_base(a, plan.owner)
+
+
+def test_net_cl_not_offered_for_a_single_convolution() -> None:
+    problem = _problem("single", "        self.conv = nn.Conv2d(3, 4, 3)",
+                       "        return F.group_norm(self.conv(x), 2)", "[torch.randn(2, 3, 8, 9)]")
+    state = BuiltinGenerator()._state(problem)
+    assert state.error is None and "net-cl" not in [v.key for v in state.menu]

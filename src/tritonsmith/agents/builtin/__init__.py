@@ -159,7 +159,6 @@ def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
     sound (``plan.lead``; else ``plan.static_reason`` says why not). ``other``: the reference exported at
     the other leading size (or why it could not be), when the caller keeps it."""
     from tritonsmith.agents.builtin._partition import partition
-    from tritonsmith.agents.builtin._shapes import NotGeneric, generic_lead, other_lead
     from tritonsmith.agents.builtin._trace import trace_problem
 
     traced = trace_problem(problem, options, exported)
@@ -173,12 +172,28 @@ def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
         options = {**options, "conv": "triton"}
         traced = trace_problem(problem, options, exported)
         plan = partition(traced.graph)
-    if options.get("static_shapes"):
-        return traced, plan
+    if not options.get("static_shapes"):
+        _shape_generic(problem, options, traced, plan, other)
+    if options.get("net_cl"):
+        from tritonsmith.agents.builtin._convcl import apply_network, plan_network
+
+        net = plan_network(plan)
+        if net is None:
+            raise UnsupportedError("net-cl: no convolution of this model can run channels-last")
+        apply_network(plan, net)
+    return traced, plan
+
+
+def _shape_generic(problem: Problem, options: dict[str, Any], traced: Any, plan: Any,
+                   other: Exported | str | None) -> None:
+    """Set ``plan.lead`` where the kernels can take the leading size at run time, else ``plan.static_reason``."""
+    from tritonsmith.agents.builtin._shapes import NotGeneric, generic_lead, other_lead
+    from tritonsmith.agents.builtin._trace import trace_problem
+
     ref = next((n.shape[0] for n in traced.graph.inputs if n.shape), None)
     if ref is None:
         plan.static_reason = "no tensor input has a leading dimension"
-        return traced, plan
+        return
     size = other_lead(ref)
     try:
         if other is None:
@@ -190,7 +205,6 @@ def _plan(problem: Problem, options: dict[str, Any], exported: Exported | None,
         plan.static_reason = str(exc)
     except UnsupportedError as exc:
         plan.static_reason = f"the reference at leading size {size} cannot be written: {exc}"
-    return traced, plan
 
 
 def _export_other(problem: Problem, size: int) -> Exported | str:

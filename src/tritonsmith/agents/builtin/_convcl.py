@@ -14,16 +14,28 @@ the bias into the epilogue that reads the channels-last result. This variant doe
 
 The epilogue may only be a single pointwise group of same-shaped elementwise ops whose outputs are the
 model's outputs (a later kernel would index them as contiguous); otherwise the variant is not offered.
+
+The ``net-cl`` variant does the same across a whole network (``plan_network``): every dense convolution
+runs channels-last, every pointwise group of 4-D/5-D elementwise ops that reads a channels-last value walks
+and stores channels-last too, so the next convolution takes that output as it is (no transpose) and every
+other kernel (BatchNorm's statistics, pooling windows) reads it through its strides. A value stays
+contiguous where a reader could not take it channels-last (another torch call, a reshape that would need
+a copy); only the convolutions whose input is still contiguous pay for a transpose.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from tritonsmith.agents.builtin._ir import EXTERN, PW, VIEW, Node
-from tritonsmith.agents.builtin._partition import POINTWISE, TORCH, Group, Plan, resolve_base
+from tritonsmith.agents.builtin._ir import EXTERN, PW, VIEW, Node, contiguous_strides
+from tritonsmith.agents.builtin._partition import (
+    FULL, POINTWISE, ROW, TORCH, WINDOWS, Group, Plan, apply_view, layout, resolve_base,
+)
 
-__all__ = ["CL_CONV_OPS", "TO_CHANNELS_LAST", "channels_last_order", "channels_last_strides", "eligible"]
+__all__ = ["CL_CONV_OPS", "TO_CHANNELS_LAST", "NetLayout", "apply_network", "channels_last_order",
+           "channels_last_strides", "eligible", "plan_network"]
 
 CL_CONV_OPS = ("conv", "conv_transpose")
 
@@ -96,3 +108,129 @@ def eligible(plan: Plan) -> Group | None:
         return None
     reads_conv = any(isinstance(a, Node) and _cl_conv(resolve_base(a, plan.owner)) for n in g.nodes for a in n.args)
     return g if reads_conv and all(n.kind != VIEW for n in g.outputs) else None
+
+
+# -- net-cl: channels-last across a whole network ------------------------------------------------------
+_CL_KINDS = (POINTWISE, ROW, WINDOWS)  # kernels that store a full-rank output at channels-last addresses
+
+
+@dataclass(frozen=True)
+class NetLayout:
+    """Which values of a plan are channels-last (``values``: node ids of torch convolutions run on a
+    channels-last input, and of kernel outputs stored channels-last); ``convs``: those convolutions;
+    ``direct``: the convolutions whose input is such a value already (no transpose); ``walks``: the
+    pointwise groups that walk channels-last."""
+
+    values: frozenset[int]
+    convs: frozenset[int]
+    direct: frozenset[int]
+    walks: frozenset[int]
+
+
+def _cl_outputs(g: Group) -> list[Node]:
+    """The outputs of ``g`` that can be stored channels-last: full-rank 4-D/5-D values, not views."""
+    if g.kind not in _CL_KINDS:
+        return []
+    return [o for o in g.outputs if len(o.shape) in (4, 5) and o.kind != VIEW and g.rank.get(o.id) == FULL]
+
+
+def _walks(g: Group, values: set[int]) -> bool:
+    """A pointwise group whose outputs are all channels-last and which can walk in that order:
+    same-shaped elementwise ops, no concatenation or index ramps (those index in row-major order)."""
+    if g.kind != POINTWISE or not g.outputs or not all(o.id in values for o in g.outputs):
+        return False
+    shape = g.outputs[0].shape
+    return all(n.kind == PW and n.op not in ("cat", "iota") and n.shape == shape for n in g.nodes)
+
+
+def _reads(plan: Plan) -> list[tuple[Node, Node | None, int]]:
+    """Every read of a value from outside its group: (the argument as read, the reading node or None for
+    a model output, the argument's position)."""
+    reads: list[tuple[Node, Node | None, int]] = []
+    for g in plan.groups:
+        for n in g.nodes:
+            reads += [(a, n, i) for i, a in enumerate(n.args) if isinstance(a, Node) and not g.has(a)]
+    return reads + [(o, None, 0) for o in plan.graph.outputs]
+
+
+def _view_ok(a: Node, base: Node) -> bool:
+    """Can ``a`` (``base`` or views of it) be taken from a channels-last ``base`` without a copy?"""
+    chain: list[Node] = []
+    while a is not base:
+        chain.append(a)
+        a = a.args[0]
+    t = torch.empty_strided(base.shape, channels_last_strides(base.shape), device="meta")
+    try:
+        for v in reversed(chain):
+            t = apply_view(t, v)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _illegal(plan: Plan, values: set[int]) -> Node | None:
+    """A channels-last value with a reader that cannot take it, or None when the layout is consistent.
+    Torch calls take one only as a channels-last convolution's input; kernels read through strides,
+    so only a view that would need a copy (or a view inside a kernel) is refused."""
+    for a, reader, pos in _reads(plan):
+        src = resolve_base(a, plan.owner)
+        if src.id not in values:
+            continue
+        group = plan.owner.get(reader.id) if reader is not None else None
+        if group is not None and group.kind == TORCH:
+            if not (reader.id in values and pos == 0 and a is src):
+                return src
+        elif (reader is not None and reader.kind == VIEW) or not _view_ok(a, src):
+            return src
+    return None
+
+
+def plan_network(plan: Plan) -> NetLayout | None:
+    """The channels-last layout of ``plan``'s values (see the module's docstring), or None when no dense
+    convolution can use it. Grows from the convolutions through the kernels that read them, then keeps
+    contiguous every value some reader needs contiguous, until the layout is consistent."""
+    convs = {g.nodes[0].id for g in plan.groups if g.kind == TORCH and _cl_conv(g.nodes[0])}
+    values = set(convs)
+    grown = True
+    while grown:
+        grown = False
+        for g in plan.groups:
+            outs = [o for o in _cl_outputs(g) if o.id not in values]
+            if outs and any(a.id in values for n in g.nodes for a in n.node_args() if not g.has(a)):
+                values.update(o.id for o in outs)
+                grown = True
+    while True:
+        bad = _illegal(plan, values)
+        if bad is None:
+            bad = next((_node(plan, c) for c in convs & values if not _input_ok(plan, _node(plan, c), values)), None)
+        if bad is None:
+            break
+        values.discard(bad.id)
+    convs &= values
+    if not convs:
+        return None
+    direct = frozenset(c for c in convs if _node(plan, c).args[0].id in values)
+    walks = frozenset(g.index for g in plan.groups if _walks(g, values))
+    return NetLayout(frozenset(values), frozenset(convs), direct, walks)
+
+
+def _node(plan: Plan, node_id: int) -> Node:
+    return next(n for g in plan.groups for n in g.nodes if n.id == node_id)
+
+
+def _input_ok(plan: Plan, conv: Node, values: set[int]) -> bool:
+    """A channels-last convolution's input is a channels-last value itself, or contiguous (transposed)."""
+    x = conv.args[0]
+    return x.id in values or layout(x, plan.owner)[1] == contiguous_strides(x.shape)
+
+
+def apply_network(plan: Plan, net: NetLayout) -> None:
+    """Give ``plan`` the layout ``net``: channels-last strides on those values (kernels store them at
+    channels-last addresses), a transpose before each convolution whose input is contiguous, and the
+    pointwise groups that walk channels-last (``plan.cl_groups``)."""
+    for v in net.values:
+        n = _node(plan, v)
+        n.strides, n.attrs["channels_last"] = channels_last_strides(n.shape), True
+        if v in net.convs and v not in net.direct:
+            n.attrs["call"] = n.attrs["call"].replace("({0},", "(_to_channels_last({0}),", 1)
+    plan.cl_groups = set(net.walks)

@@ -19,6 +19,7 @@ from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Lead, Node, NotGeneric,
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout, resolve_base
 
 _IDX64_AT = (1 << 31) - (1 << 24)
+_CL_FORMAT = {4: "torch.channels_last", 5: "torch.channels_last_3d"}
 
 
 @dataclass
@@ -179,7 +180,11 @@ class KernelWriter:
 
     def store(self, n: Node, rank: str, mask: str | None = None) -> str:
         idx, default = ("lin", "mask") if rank == FULL else ("k", "kmask")
-        return (f"tl.store(out{self.g.outputs.index(n)}_ptr + {idx}, v{n.id}.to({TL_DTYPE[n.dtype]}), "
+        off = idx
+        if rank == FULL and self.order is None and n.attrs.get("channels_last"):
+            assert n.strides is not None  # net-cl: the row-major index goes to its channels-last address
+            off = offset_expr(idx, n.shape, n.strides, 0)
+        return (f"tl.store(out{self.g.outputs.index(n)}_ptr + {off}, v{n.id}.to({TL_DTYPE[n.dtype]}), "
                 f"mask={mask or default})")
 
     def signature(self, constexprs: list[str], extra_ptrs: tuple[str, ...] = (), values: tuple[str, ...] = ()) -> str:
@@ -218,7 +223,8 @@ class KernelWriter:
         outs = []
         for i, o in enumerate(self.g.outputs):
             outs.append(f"out{i}")
-            fmt = f", memory_format={self.out_format}" if self.out_format else ""
+            fmt = self.out_format or (_CL_FORMAT[len(o.shape)] if o.attrs.get("channels_last") else "")
+            fmt = f", memory_format={fmt}" if fmt else ""
             lines.append(f"    out{i} = torch.empty({self.shape_text(o)}, device={dev}.device, dtype={o.dtype}{fmt})")
         scratch = []
         for wname, (shape, dtype) in (workspace or {}).items():

@@ -108,6 +108,8 @@ class Plan:
     # the leading size as a run-time value (shape-generic kernels), or None: kernels for the reference's shapes
     lead: Lead | None = None
     static_reason: str = ""  # why the kernels are shape-specialised (empty when ``lead`` is set or asked for)
+    # net-cl (``_convcl.apply_network``): pointwise groups that walk and store channels-last
+    cl_groups: set[int] = field(default_factory=set)
 
     def group_of(self, node: Node) -> Group | None:
         return self.owner.get(node.id)
@@ -298,8 +300,8 @@ def layout(a: Node, owner: dict[int, Group]) -> tuple[Node, tuple[int, ...], int
     """(base tensor, strides, element offset) of an external value: an input, a parameter, a torch
     call's output, a group's stored output, or views of those."""
     if a.id in owner or a.kind in (INPUT, PARAM, EXTERN):
-        if a.id in owner and owner[a.id].kind != TORCH:
-            return a, contiguous_strides(a.shape), 0
+        if a.id in owner and owner[a.id].kind != TORCH:  # a kernel's output: contiguous unless net-cl chose
+            return a, (a.strides if a.attrs.get("channels_last") else contiguous_strides(a.shape)), 0
         assert a.strides is not None
         return a, a.strides, a.offset
     if a.kind != VIEW:

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from tritonsmith.agents.base import Attempt
-from tritonsmith.agents.builtin._convcl import eligible
+from tritonsmith.agents.builtin._convcl import eligible, plan_network
 from tritonsmith.agents.builtin._hints import order_by_hints, profile_hints
 from tritonsmith.agents.builtin._ir import PW, Node
 from tritonsmith.agents.builtin._kernelbase import next_pow2
@@ -254,6 +254,8 @@ def variant_menu(plan: Plan) -> list[Variant]:
     if CONVS in kinds:
         menu += _conv_variants(plan, base_opts)
     elif any(g.kind == TORCH and g.nodes[0].attrs.get("op") in ("conv", "conv_transpose") for g in plan.groups):
+        if (net := _net_cl(plan, menu[0])) is not None:
+            menu.insert(1, net)  # second: the row-major first variant stays first
         # cuDNN with a Triton epilogue stays first (verified on 85 of the dev split's 100 at 1.14x, H200
         # 2026-12-04); the implicit-GEMM convolution with the chain fused into its epilogue is the next idea
         menu.insert(min(2, len(menu)), Variant("conv-triton", "the convolutions as Triton implicit GEMMs with the "
@@ -272,6 +274,19 @@ def variant_menu(plan: Plan) -> list[Variant]:
         menu.append(Variant("static-shapes", "kernels specialised to every shape of the reference (the leading "
                             "dimension too)", {**base_opts, "static_shapes": True}))
     return menu
+
+
+def _net_cl(plan: Plan, first: Variant) -> Variant | None:
+    """net-cl (``_convcl.plan_network``) on top of the ``first`` variant, where a network has several torch
+    convolutions and at least one reads the channels-last output of a kernel before it (a single
+    convolution with one epilogue is conv-cl's case)."""
+    net = plan_network(plan)
+    if net is None or len(net.convs) < 2 or not net.direct:
+        return None
+    pw = {**first.overrides.get(POINTWISE, {}), "channels_last": True}
+    return Variant("net-cl", f"channels-last across the network: {len(net.convs)} convolutions, "
+                   f"{len(net.direct)} without a transpose", {**first.options, "net_cl": True},
+                   {**first.overrides, POINTWISE: pw})
 
 
 def _matmul_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
