@@ -1,14 +1,15 @@
 """The built-in generator on whole models (KernelBench level 3), on the CPU: what it writes, how long it takes.
 
     python benchmarks/level3_cpu.py ../shared/kernelbench-dev/level3 [--check] [--check-timeout 240] \
-        [--only NAME ...] [--out benchmarks/results/level3-cpu-DATE]
+        [--only NAME ...] [--variant KEY] [--out benchmarks/results/level3-cpu-DATE]
 
 Per problem, in its own subprocess (bounded by --timeout): the built-in generator's first candidate for the
 problem as given (trace + lower + partition + emit, wall-clock seconds) and its outcome: ``emitted`` (the
 Triton kernel kinds and the torch ops kept under the hybrid policy), ``no_code`` (with the generator's reason,
 which names the op) or ``error`` (a generator bug: the traceback is kept). With ``--check`` every problem the
 generator can write is also written for the problem scaled down (``Problem.scaled()``) and run through the
-evaluator on the Triton interpreter (correctness only: no speed is ever measured on the CPU).
+evaluator on the Triton interpreter (correctness only: no speed is ever measured on the CPU). ``--variant``
+writes that variant of the generator's menu instead of its first (a problem whose menu lacks it: ``no_code``).
 Prints a table and writes level3_cpu.json / level3_cpu.md into --out.
 """
 
@@ -110,19 +111,33 @@ def hand_sized(problem: Any, edits: list[str]) -> Any:
     return Problem.from_source(src, name=problem.name, level=problem.level)
 
 
-def one(path: Path, check: bool, check_timeout: float, limits: tuple[int, int], hand: bool = False) -> dict[str, Any]:
+def _generate(problem: Any, variant: str | None) -> Any:
+    """The generator's first candidate, or the candidate of menu entry ``variant``."""
+    from tritonsmith.agents.base import Candidate, GenerationRequest
+    from tritonsmith.agents.builtin import BuiltinGenerator, _write
+
+    gen = BuiltinGenerator()
+    if variant is None:
+        return gen.generate(GenerationRequest(problem=problem, iteration=1, device="cpu"))
+    state = gen._state(problem)
+    chosen = next((v for v in state.menu or [] if v.key == variant), None)
+    if chosen is None:
+        return Candidate(source=None, note=f"no variant {variant} for this problem: {state.error or 'not on the menu'}")
+    return Candidate(source=_write(problem, state, chosen)[2], note=f"variant {variant}: {chosen.why}", variant=variant)
+
+
+def one(path: Path, check: bool, check_timeout: float, limits: tuple[int, int], hand: bool = False,
+        variant: str | None = None) -> dict[str, Any]:
     """Generate (and optionally check) one problem in this process; returns its row."""
     import traceback
 
-    from tritonsmith.agents.base import GenerationRequest
-    from tritonsmith.agents.builtin import BuiltinGenerator
     from tritonsmith.core.problem import Problem
 
     problem = Problem.from_file(path)
     row: dict[str, Any] = {"problem": problem.name}
     t0, c0 = time.perf_counter(), time.process_time()
     try:
-        cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=1, device="cpu"))
+        cand = _generate(problem, variant)
     except Exception:  # a generator bug: recorded as such (the graph records it as an `error` attempt)
         row.update(outcome="error", seconds=round(time.perf_counter() - t0, 2), detail=traceback.format_exc()[-1500:])
         return row
@@ -147,7 +162,7 @@ def one(path: Path, check: bool, check_timeout: float, limits: tuple[int, int], 
         row["check_message"] = f"{str(exc)[:200]}; {builds_like_reference(problem, cand.source)}"
         return row
     t1 = time.perf_counter()
-    cand_small = BuiltinGenerator().generate(GenerationRequest(problem=small, iteration=1, device="cpu"))
+    cand_small = _generate(small, variant)
     if cand_small.source is None:
         row["check"] = f"scaled problem not written: {cand_small.note}"
         return row
@@ -169,6 +184,8 @@ def run_all(files: list[Path], args: argparse.Namespace) -> list[dict[str, Any]]
             cmd.append("--check")
         if args.hand:
             cmd.append("--hand")
+        if args.variant:
+            cmd += ["--variant", args.variant]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=budget,
@@ -223,6 +240,7 @@ def main() -> None:
     ap.add_argument("--check-timeout", type=float, default=240.0)
     ap.add_argument("--hand", action="store_true", help="check the problems listed in HAND_SIZES at those sizes")
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--variant", help="write this variant of the menu instead of the first")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--max-elements", type=int, default=1 << 16, help="scaling limit per tensor (Problem.scaled)")
     ap.add_argument("--max-flops", type=int, default=1 << 26, help="scaling limit on the forward's FLOPs")
@@ -234,7 +252,7 @@ def main() -> None:
         warnings.filterwarnings("ignore")
         logging.disable(logging.WARNING)
         print(json.dumps(one(args.one, args.check, args.check_timeout, (args.max_elements, args.max_flops),
-                             args.hand)))
+                             args.hand, args.variant)))
         return
     if args.root is None:
         ap.error("give the level-3 folder")

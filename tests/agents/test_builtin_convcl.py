@@ -116,6 +116,12 @@ NETS = {
         "        self.b = nn.Conv2d(8, 5, 1)",
         "        x = F.relu6(self.a(x))\n        x = F.relu6(self.dw(x))\n        return self.b(x).mean(dim=(2, 3))",
         "[torch.randn(2, 3, 6, 7)]"),
+    # DenseNet-like: BatchNorm + relu of a concatenation (row kernels) between convolutions, concatenated
+    "dense_like": _net(
+        "dense_like", "        self.b1 = nn.BatchNorm2d(3)\n        self.c1 = nn.Conv2d(3, 4, 3, padding=1, bias=False)\n"
+        "        self.b2 = nn.BatchNorm2d(7)\n        self.c2 = nn.Conv2d(7, 4, 3, padding=1, bias=False)",
+        "        y = self.c1(torch.relu(self.b1(x)))\n        x = torch.cat([x, y], 1)\n"
+        "        y = self.c2(torch.relu(self.b2(x)))\n        return torch.cat([x, y], 1)", "[torch.randn(2, 3, 6, 5)]"),
 }
 
 
@@ -175,3 +181,12 @@ def test_net_cl_not_offered_for_a_single_convolution() -> None:
                        "        return F.group_norm(self.conv(x), 2)", "[torch.randn(2, 3, 8, 9)]")
     state = BuiltinGenerator()._state(problem)
     assert state.error is None and "net-cl" not in [v.key for v in state.menu]
+
+
+
+def test_net_cl_writes_a_network_whose_pointwise_groups_all_stay_row_major(net_written: dict[str, Any]) -> None:
+    """dense_like: its pointwise groups concatenate (row-major indexing), so none walks channels-last; its row
+    kernels store channels-last all the same (the variant once raised conv-cl's error here)."""
+    _, _, plan, src = net_written["dense_like"]
+    assert plan.cl_groups == set()
+    assert "F.conv2d(t" in src and src.count("_to_channels_last(") == 2  # the helper's def and one call

@@ -108,8 +108,8 @@ class Plan:
     # the leading size as a run-time value (shape-generic kernels), or None: kernels for the reference's shapes
     lead: Lead | None = None
     static_reason: str = ""  # why the kernels are shape-specialised (empty when ``lead`` is set or asked for)
-    # net-cl (``_convcl.apply_network``): pointwise groups that walk and store channels-last
-    cl_groups: set[int] = field(default_factory=set)
+    # net-cl (``_convcl.apply_network``): the pointwise groups that walk and store channels-last (None: no net-cl)
+    cl_groups: set[int] | None = None
 
     def group_of(self, node: Node) -> Group | None:
         return self.owner.get(node.id)

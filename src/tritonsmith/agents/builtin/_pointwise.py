@@ -39,7 +39,7 @@ def pointwise_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Ke
 def _walk_channels_last(plan: Plan, g: Group, w: KernelWriter) -> None:
     """conv-cl / net-cl: walk (and store) the elements in channels-last order, the order of the convolution's
     output; under net-cl only the groups its layout chose (``plan.cl_groups``), the others stay row-major."""
-    if plan.cl_groups:
+    if plan.cl_groups is not None:
         if g.index not in plan.cl_groups:
             return
     elif eligible(plan) is not g:
