@@ -190,3 +190,9 @@ def test_net_cl_writes_a_network_whose_pointwise_groups_all_stay_row_major(net_w
     _, _, plan, src = net_written["dense_like"]
     assert plan.cl_groups == set()
     assert "F.conv2d(t" in src and src.count("_to_channels_last(") == 2  # the helper's def and one call
+
+
+def test_net_cl_copies_an_input_read_by_two_convolutions_once(net_written: dict[str, Any]) -> None:
+    """resnet_like: the block's input feeds the first convolution and the projection: one transpose."""
+    src = net_written["resnet_like"][3]
+    assert src.count(" = _to_channels_last(x)") == 1 and src.count("F.conv2d(cl") == 2

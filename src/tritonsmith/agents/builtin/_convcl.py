@@ -232,5 +232,5 @@ def apply_network(plan: Plan, net: NetLayout) -> None:
         n = _node(plan, v)
         n.strides, n.attrs["channels_last"] = channels_last_strides(n.shape), True
         if v in net.convs and v not in net.direct:
-            n.attrs["call"] = n.attrs["call"].replace("({0},", "(_to_channels_last({0}),", 1)
+            n.attrs["cl_input"] = True  # the forward makes one channels-last copy of the input (_emit)
     plan.cl_groups = set(net.walks)

@@ -105,7 +105,8 @@ def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfg
                                 _GENERIC)
     parts = [header, _EXPECT_GENERIC if plan.lead is not None else _EXPECT]
     parts += ["\n\n" + HELPERS[h] for h in helpers]
-    if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):
+    if any(g.kind == TORCH and (g.nodes[0].attrs.get("channels_last") or g.nodes[0].attrs.get("cl_input"))
+           for g in plan.groups):
         parts.append(TO_CHANNELS_LAST)
     first: dict[str, str] = {}  # a kernel's text up to names and comments -> the launcher written for it
     for k in kernels.values():
@@ -267,10 +268,18 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
         raise UnsupportedError(f"internal error: {a} is not available in forward")
 
     shared: dict[str, str] = {}  # a torch call with several outputs (an LSTM's): its result's name
+    copies: set[int] = set()  # values a channels-last copy was made of (net-cl)
     for g in plan.groups:
         if g.kind == TORCH:
             n = g.nodes[0]
-            call = n.attrs["call"].format(*[expr(a) for a in n.args if isinstance(a, Node)])
+            args = [expr(a) for a in n.args if isinstance(a, Node)]
+            if n.attrs.get("cl_input"):  # net-cl: one channels-last copy of a value however many convs read it
+                x = n.args[0]
+                if x.id not in copies:
+                    lines.append(f"        cl{x.id} = _to_channels_last({args[0]})")
+                    copies.add(x.id)
+                args[0] = f"cl{x.id}"
+            call = n.attrs["call"].format(*args)
             names[n.id] = f"t{n.id}"
             if "call_id" in n.attrs:
                 if n.attrs["call_id"] not in shared:
