@@ -116,6 +116,12 @@ NETS = {
         "        self.b = nn.Conv2d(8, 5, 1)",
         "        x = F.relu6(self.a(x))\n        x = F.relu6(self.dw(x))\n        return self.b(x).mean(dim=(2, 3))",
         "[torch.randn(2, 3, 6, 7)]"),
+    # a torch call other than a convolution (an adaptive pool over sizes that do not divide) reads the
+    # second convolution's output: that output stays contiguous, the first one's chain still goes channels-last
+    "torch_reader": _net(
+        "torch_reader", "        self.c1 = nn.Conv2d(3, 5, 3, padding=1)\n        self.c2 = nn.Conv2d(5, 4, 3, padding=1)",
+        "        x = torch.relu(self.c1(x))\n        x = self.c2(x)\n"
+        "        return torch.sigmoid(F.adaptive_avg_pool2d(x, (3, 2)))", "[torch.randn(2, 3, 7, 5)]"),
     # DenseNet-like: BatchNorm + relu of a concatenation (row kernels) between convolutions, concatenated
     "dense_like": _net(
         "dense_like", "        self.b1 = nn.BatchNorm2d(3)\n        self.c1 = nn.Conv2d(3, 4, 3, padding=1, bias=False)\n"
@@ -196,3 +202,17 @@ def test_net_cl_copies_an_input_read_by_two_convolutions_once(net_written: dict[
     """resnet_like: the block's input feeds the first convolution and the projection: one transpose."""
     src = net_written["resnet_like"][3]
     assert src.count(" = _to_channels_last(x)") == 1 and src.count("F.conv2d(cl") == 2
+
+
+def test_net_cl_leaves_contiguous_a_value_another_torch_call_reads(net_written: dict[str, Any]) -> None:
+    """torch_reader: the pool reads the second convolution's bias add (a Triton kernel's output): that output
+    is stored contiguous, while both convolutions and the first relu are channels-last."""
+    from tritonsmith.agents.builtin._partition import resolve_base
+
+    _, _, plan, src = net_written["torch_reader"]
+    convs = [g.nodes[0] for g in plan.groups if g.kind == "torch" and g.nodes[0].attrs.get("op") == "conv"]
+    pool = next(g.nodes[0] for g in plan.groups if g.kind == "torch" and "adaptive" in g.nodes[0].attrs.get("op", ""))
+    read = resolve_base(pool.args[0], plan.owner)
+    assert all(c.attrs.get("channels_last") for c in convs) and len(convs) == 2
+    assert plan.owner[read.id].kind != "torch" and not read.attrs.get("channels_last")
+    assert "F.conv2d(t" in src  # the second convolution reads the first one's channels-last relu as it is
