@@ -158,6 +158,8 @@ def test_net_cl_matches_reference_on_the_interpreter(name: str, net_written: dic
     variant, _, plan, src = net_written[name]
     assert "without a transpose" in variant.why
     assert "memory_format=torch.channels_last" in src  # some kernel stores channels-last
+    if name in ("vgg_like", "mobilenet_like"):  # the pooling / depthwise window walks channel-fastest
+        assert "the lanes walk channels-last: channel fastest" in src
     assert net_interpreted[name]["ok"], net_interpreted[name]["detail"]
 
 

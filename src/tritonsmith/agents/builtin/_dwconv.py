@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tritonsmith.agents.builtin._ir import Node
-from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, WindowDim
+from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, WindowDim, channel_fastest_lines
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
 
 __all__ = ["dwconv_kernel"]
@@ -92,6 +92,7 @@ def dwconv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     xptr, wptr = w.base_ptr(xbase), w.base_ptr(wbase)
     w.check_size(g.numel)
     wins = _spatial_dims(n, x, xs)
+    walk = channel_fastest_lines(g, x, xs)  # net-cl: channel-fastest lanes
     body = _index_lines(n, wins, xs, xoff, ws, woff) + _tap_loops(wins, xptr, wptr, ws[2:])
     body.append(f"v{n.id} = acc  # {_describe(n)}")
     cache: dict[Any, str] = {}
@@ -109,7 +110,7 @@ def dwconv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
              f"sum_k w[c, 0, k] * x[b, c // {n.attrs['mult']}, o * stride - padding + k * dilation] per spatial dim.")
     src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):", w.docstring(title),
            f"    lin = {pid} * BLOCK + tl.arange(0, BLOCK)",
-           f"    mask = lin < {w.size(g.numel)}"] + [f"    {line}" for line in body]
+           f"    mask = lin < {w.size(g.numel)}"] + [f"    {line}" for line in walk + body]
     launcher = w.launcher(f"(triton.cdiv({w.size(g.numel)}, {block}),)",
                           {"BLOCK": block, "num_warps": int(cfg.get("num_warps", 4))},
                           f"Launch {name}_kernel: depthwise conv + {len(g.nodes) - 1} fused elementwise ops.")

@@ -8,8 +8,8 @@ import this module and never each other; ``_kernels.kernel_for`` picks the famil
 
 from __future__ import annotations
 
-__all__ = ["KernelSource", "KernelWriter", "WindowDim", "describe", "describe_external", "fill_expr", "next_pow2",
-           "row_index_lines", "tuple_text"]
+__all__ = ["KernelSource", "KernelWriter", "WindowDim", "channel_fastest_lines", "describe", "describe_external",
+           "fill_expr", "next_pow2", "row_index_lines", "tuple_text"]
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -307,6 +307,24 @@ def row_index_lines(g: Group, i64: bool, rows: str | None = None) -> tuple[list[
 
 
 # -- shared by pooling and depthwise convolution windows ------------------------------------------
+def channel_fastest_lines(g: Group, x: Node, x_strides: tuple[int, ...]) -> list[str]:
+    """net-cl: where a window kernel reads a channels-last input and stores only channels-last outputs,
+    lines that turn the lanes' walk index into the row-major output index ``lin`` of the element at that
+    channels-last position (channel fastest), so that neighbouring lanes load and store neighbouring
+    addresses; no lines otherwise."""
+    shape = g.outputs[0].shape if g.outputs else ()
+    if len(shape) not in (4, 5) or len(x.shape) != len(shape) or not all(
+            o.attrs.get("channels_last") and o.shape == shape for o in g.outputs):
+        return []
+    c, s = shape[1], numel(shape[2:])
+    x_cl = (numel(x.shape[2:]) * x.shape[1], 1, *(x.shape[1] * numel(x.shape[i + 1:]) for i in range(2, len(x.shape))))
+    if c == 1 or s == 1 or any(a != b for a, b, n in zip(x_strides, x_cl, x.shape, strict=True) if n > 1):
+        return []
+    return [f"c_ = lin % {c}  # the lanes walk channels-last: channel fastest",
+            f"s_ = lin // {c}  # (batch, position) of the element",
+            f"lin = (s_ // {s}) * {c * s} + c_ * {s} + s_ % {s}  # its row-major output index"]
+
+
 @dataclass(frozen=True)
 class WindowDim:
     """One windowed dimension: input size, output size, kernel, stride, padding, dilation, input stride."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from tritonsmith.agents.builtin._exprs import offset_expr
 from tritonsmith.agents.builtin._ir import Node, numel
-from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, WindowDim
+from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, WindowDim, channel_fastest_lines
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
 
 __all__ = ["window_kernel"]
@@ -124,6 +124,7 @@ def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     w.check_size(g.numel)
     lead, wins = _dims(n, x, strides)
     idx, base_off = _index_lines(lead, wins, offset)
+    walk = channel_fastest_lines(g, x, strides)  # net-cl: channel-fastest lanes
     fp32 = ".to(tl.float32)"
     body = idx + _window_loops(n, wins, ptr, base_off, fp32)
     if n.op == "max":
@@ -144,7 +145,7 @@ def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
              "k * dilation] per pooled dim.")
     src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):", w.docstring(title),
            f"    lin = {pid} * BLOCK + tl.arange(0, BLOCK)",
-           f"    mask = lin < {w.size(g.numel)}"] + [f"    {line}" for line in body]
+           f"    mask = lin < {w.size(g.numel)}"] + [f"    {line}" for line in walk + body]
     launcher = w.launcher(f"(triton.cdiv({w.size(g.numel)}, {block}),)",
                           {"BLOCK": block, "num_warps": int(cfg.get("num_warps", 4))},
                           f"Launch {name}_kernel: {n.op} pooling + {len(g.nodes) - 1} fused elementwise ops.")
