@@ -34,10 +34,11 @@ from tritonsmith.agents.builtin._partition import (
     FULL, POINTWISE, ROW, TORCH, WINDOWS, Group, Plan, apply_view, layout, resolve_base,
 )
 
-__all__ = ["CL_CONV_OPS", "TO_CHANNELS_LAST", "NetLayout", "apply_network", "channels_last_order",
+__all__ = ["CL_CONV_OPS", "CL_FORMAT", "TO_CHANNELS_LAST", "NetLayout", "apply_network", "channels_last_order",
            "channels_last_strides", "eligible", "plan_network"]
 
 CL_CONV_OPS = ("conv", "conv_transpose")
+CL_FORMAT = {4: "torch.channels_last", 5: "torch.channels_last_3d"}  # by rank, as generated code names it
 
 # Module-level source added to a candidate whose convolution reads a channels-last copy of its input.
 TO_CHANNELS_LAST = '''
@@ -199,23 +200,25 @@ def plan_network(plan: Plan) -> NetLayout | None:
             if outs and any(a.id in values for n in g.nodes for a in n.node_args() if not g.has(a)):
                 values.update(o.id for o in outs)
                 grown = True
+    nodes = _nodes(plan)
     while True:
         bad = _illegal(plan, values)
         if bad is None:
-            bad = next((_node(plan, c) for c in convs & values if not _input_ok(plan, _node(plan, c), values)), None)
+            bad = next((nodes[c] for c in convs & values if not _input_ok(plan, nodes[c], values)), None)
         if bad is None:
             break
         values.discard(bad.id)
     convs &= values
     if not convs:
         return None
-    direct = frozenset(c for c in convs if _node(plan, c).args[0].id in values)
+    direct = frozenset(c for c in convs if nodes[c].args[0].id in values)
     walks = frozenset(g.index for g in plan.groups if _walks(g, values))
     return NetLayout(frozenset(values), frozenset(convs), direct, walks)
 
 
-def _node(plan: Plan, node_id: int) -> Node:
-    return next(n for g in plan.groups for n in g.nodes if n.id == node_id)
+def _nodes(plan: Plan) -> dict[int, Node]:
+    """The plan's grouped nodes by id."""
+    return {n.id: n for g in plan.groups for n in g.nodes}
 
 
 def _input_ok(plan: Plan, conv: Node, values: set[int]) -> bool:
@@ -228,8 +231,9 @@ def apply_network(plan: Plan, net: NetLayout) -> None:
     """Give ``plan`` the layout ``net``: channels-last strides on those values (kernels store them at
     channels-last addresses), a transpose before each convolution whose input is contiguous, and the
     pointwise groups that walk channels-last (``plan.cl_groups``)."""
+    nodes = _nodes(plan)
     for v in net.values:
-        n = _node(plan, v)
+        n = nodes[v]
         n.strides, n.attrs["channels_last"] = channels_last_strides(n.shape), True
         if v in net.convs and v not in net.direct:
             n.attrs["cl_input"] = True  # the forward makes one channels-last copy of the input (_emit)

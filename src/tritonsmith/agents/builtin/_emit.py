@@ -105,8 +105,7 @@ def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfg
                                 _GENERIC)
     parts = [header, _EXPECT_GENERIC if plan.lead is not None else _EXPECT]
     parts += ["\n\n" + HELPERS[h] for h in helpers]
-    if any(g.kind == TORCH and (g.nodes[0].attrs.get("channels_last") or g.nodes[0].attrs.get("cl_input"))
-           for g in plan.groups):
+    if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):  # conv-cl, net-cl
         parts.append(TO_CHANNELS_LAST)
     first: dict[str, str] = {}  # a kernel's text up to names and comments -> the launcher written for it
     for k in kernels.values():

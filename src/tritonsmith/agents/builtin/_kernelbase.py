@@ -14,12 +14,12 @@ __all__ = ["KernelSource", "KernelWriter", "WindowDim", "channel_fastest_lines",
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritonsmith.agents.builtin._convcl import CL_FORMAT, channels_last_strides
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
 from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, is_fill, numel
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout, resolve_base
 
 _IDX64_AT = (1 << 31) - (1 << 24)
-_CL_FORMAT = {4: "torch.channels_last", 5: "torch.channels_last_3d"}
 
 
 @dataclass
@@ -223,7 +223,7 @@ class KernelWriter:
         outs = []
         for i, o in enumerate(self.g.outputs):
             outs.append(f"out{i}")
-            fmt = self.out_format or (_CL_FORMAT[len(o.shape)] if o.attrs.get("channels_last") else "")
+            fmt = self.out_format or (CL_FORMAT[len(o.shape)] if o.attrs.get("channels_last") else "")
             fmt = f", memory_format={fmt}" if fmt else ""
             lines.append(f"    out{i} = torch.empty({self.shape_text(o)}, device={dev}.device, dtype={o.dtype}{fmt})")
         scratch = []
@@ -317,7 +317,7 @@ def channel_fastest_lines(g: Group, x: Node, x_strides: tuple[int, ...]) -> list
             o.attrs.get("channels_last") and o.shape == shape for o in g.outputs):
         return []
     c, s = shape[1], numel(shape[2:])
-    x_cl = (numel(x.shape[2:]) * x.shape[1], 1, *(x.shape[1] * numel(x.shape[i + 1:]) for i in range(2, len(x.shape))))
+    x_cl = channels_last_strides(x.shape)
     if c == 1 or s == 1 or any(a != b for a, b, n in zip(x_strides, x_cl, x.shape, strict=True) if n > 1):
         return []
     return [f"c_ = lin % {c}  # the lanes walk channels-last: channel fastest",

@@ -7,7 +7,7 @@ __all__ = ["pointwise_kernel"]
 
 from typing import Any
 
-from tritonsmith.agents.builtin._convcl import channels_last_order, eligible
+from tritonsmith.agents.builtin._convcl import CL_FORMAT, channels_last_order, eligible
 from tritonsmith.agents.builtin._ir import UnsupportedError
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan
@@ -47,5 +47,5 @@ def _walk_channels_last(plan: Plan, g: Group, w: KernelWriter) -> None:
                                "writes the model's outputs")
     rank = len(g.outputs[0].shape)
     w.order = channels_last_order(rank)
-    w.out_format = "torch.channels_last" if rank == 4 else "torch.channels_last_3d"
+    w.out_format = CL_FORMAT[rank]
 
