@@ -61,7 +61,7 @@ for phase in "$@"; do
     suite)
       budget=$(( $(cap $(( ${SUITE_S:-420} + 110 ))) - 110 )); (( budget < 30 )) && { echo "suite: no time left"; pack; continue; }
       # shellcheck disable=SC2086
-      tmo "$(( budget + 110 ))" python3 benchmarks/suite_gpu.py record --kernelbench .kb --run-dir "$PWD/.runs/suite" \
+      tmo "$(( budget + 110 ))" python3 benchmarks/suite_gpu.py record --kernelbench ${KB:-.kb} --run-dir "$PWD/.runs/suite" \
         --time-budget "$budget" --hard-stop "$(( budget + 100 ))" ${SUITE_ARGS:-} 2>&1 | tail -40 ;;
     probe)
       # what the variants of a few problems measure, attempt by attempt (PROBE: problem paths, PROBE_ITERS)

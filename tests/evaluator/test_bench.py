@@ -43,6 +43,24 @@ def test_timed_outputs_must_be_the_references(monkeypatch):
         assert info.value.rule == "benchmark_output_wrong"
 
 
+def test_the_full_timed_comparison_allows_the_tf32_spread_the_trials_accepted(monkeypatch):
+    """A deep hybrid network's TF32 output is ~3% from the reference's as run; another input's result is ~1."""
+    from tritonsmith.evaluator import _timed_checks as tc
+
+    monkeypatch.setattr(_bench, "_VERIFY_CHUNK", 64)
+    g = torch.Generator().manual_seed(5)
+    r = torch.randn(13, 29, generator=g)
+    apart = r + 0.03 * torch.randn(13, 29, generator=g)
+    with pytest.raises(CandidateFailure):
+        _bench._verify_timed_outputs({0: apart}, [[r]])
+    bound = tc.wrong_bound(0.02, _bench._TIMED_OUTPUT_REL_ERROR)
+    assert bound == pytest.approx(0.08) and tc.wrong_bound(0.0, _bench._TIMED_OUTPUT_REL_ERROR) == 1e-2
+    _bench._verify_timed_outputs({0: apart}, [[r]], bound)
+    for bad, spread in ((r * 1.2, 0.02), (torch.zeros_like(r), 1.0), (torch.randn(13, 29, generator=g), 1.0)):
+        with pytest.raises(CandidateFailure):  # past the bound, or another input's result even at the cap
+            _bench._verify_timed_outputs({0: bad}, [[r]], tc.wrong_bound(spread, _bench._TIMED_OUTPUT_REL_ERROR))
+
+
 def test_timed_output_that_is_rounding_noise_around_a_constant_passes(monkeypatch):
     """The mean of a group-normalized tensor is 0 up to rounding: relative error means nothing there."""
     monkeypatch.setattr(_bench, "_VERIFY_CHUNK", 64)

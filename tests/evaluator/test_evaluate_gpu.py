@@ -264,14 +264,14 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
         layers = []
-        for cin in (24, 40, 40, 40, 40, 40):
+        for cin in (24, 40, 40, 40, 40, 40, 40, 40):
             layers += [nn.Conv2d(cin, 40, 3, padding=1, bias=False), nn.BatchNorm2d(40), nn.ReLU(inplace=True)]
         self.features = nn.Sequential(*layers)
-        self.head = nn.Linear(40, 37)
 
     def forward(self, x):
-        x = self.features(x)
-        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+        # the feature map itself (277k values): a pooled head averaged the TF32 differences away (H200
+        # 2026-12-06: six layers and a head passed without the second opinion, so it tested nothing)
+        return self.features(x)
 
 
 def get_inputs():

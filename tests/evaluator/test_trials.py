@@ -112,15 +112,17 @@ class _LibraryChain(torch.nn.Module):
     layers: far inside the tolerance in float32, but it flips TF32's rounding of some operands."""
 
     def __init__(self, w: torch.Tensor, wobble: bool, wrong_when_strict: bool = False,
-                 off_when_tf32: float = 0.0) -> None:
+                 off_when_tf32: float = 0.0, exact: bool = False) -> None:
         super().__init__()
         self.w, self.wobble, self.wrong_when_strict, self.off_when_tf32 = w, wobble, wrong_when_strict, off_when_tf32
+        self.exact = exact  # its own (Triton-like) matmuls: float32 whatever the TF32 flags say
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rounded = (lambda t: t) if self.exact else _tf32_like
         for _ in range(3):
             if self.wobble:
                 x = x * (1 + 2.0 ** -17)
-            x = torch.tanh(_tf32_like(x) @ _tf32_like(self.w))
+            x = torch.tanh(rounded(x) @ rounded(self.w))
         if self.wrong_when_strict and not torch.backends.cudnn.allow_tf32:
             x = x + 1.0
         if torch.backends.cudnn.allow_tf32:
@@ -171,6 +173,15 @@ def test_a_hybrid_candidate_whose_library_calls_ran_in_tf32_is_judged_with_both_
     assert verdict is None
     assert any("both sides in full float32" in n for n in notes)
     assert 1e-6 < spread < 1e-2  # what the timed checks then allow for (``_timed_checks.wrong_bound``)
+
+
+def test_an_exact_candidate_judged_against_the_fp32_reference_records_its_distance_from_the_tf32_one():
+    """The timed rounds compare with the reference as run (TF32): they must allow what the trials accepted
+    (H200 2026-12-06: MobileNetV2 passed its trials, then was rejected while timed)."""
+    verdict, notes, spread = _second_opinion(_LibraryChain(torch.empty(0), wobble=False, exact=True), ["tanh"])
+    assert verdict is None
+    assert any("against the reference run in full float32" in n for n in notes)
+    assert 1e-6 < spread < 1e-2
 
 
 def test_the_fp32_second_opinion_keeps_a_candidate_that_is_wrong_in_fp32_failed():

@@ -48,9 +48,11 @@ _WRONG_SHARE = 0.25  # integer outputs: wrong when more than this share of the s
 _HELD_OUTPUTS = 2  # earlier candidate outputs kept alive (as a caller would) while the next one is made
 
 
-def wrong_bound(tf32_spread: float = 0.0) -> float:
-    """The normwise relative error above which a sampled timed output is wrong (see ``_rows_wrong``)."""
-    return min(_WRONG_REL_ERROR_CAP, max(_WRONG_REL_ERROR, _SPREAD_MULTIPLE * tf32_spread))
+def wrong_bound(tf32_spread: float = 0.0, floor: float = _WRONG_REL_ERROR) -> float:
+    """The normwise relative error above which a timed output is wrong: ``floor`` (the sampled check's by
+    default, see ``_rows_wrong``), raised to the spread the trials accepted between the candidate's TF32
+    library calls and the reference's, never above the cap."""
+    return max(floor, min(_WRONG_REL_ERROR_CAP, _SPREAD_MULTIPLE * tf32_spread))
 
 
 class RoundChecker:
