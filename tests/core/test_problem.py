@@ -65,6 +65,16 @@ def test_non_tensor_input_is_a_clear_error():
         Problem.from_source(broken).inspect()
 
 
+def test_a_constructor_that_reads_tensor_values_is_inspected_too():
+    """Swin's drop-path rates: ``torch.linspace(...)[i].item()`` cannot run on meta tensors (H200 2026-12-06:
+    29_SwinMLP and 30_SwinTransformerV2 were reported invalid problems)."""
+    reads = SOURCE.replace("super().__init__()", "super().__init__()\n        self.rate = torch.linspace(0, 0.1, 4)[2].item()")
+    assert reads != SOURCE
+    info = Problem.from_source(reads, name="reads_values").inspect()
+    assert [str(s) for s in info.outputs] == ["float32[640, 24]"]
+    assert info.flops == 2 * 640 * 96 * 24
+
+
 def test_raising_constructor_is_a_clear_error():
     broken = SOURCE.replace("super().__init__()", "super().__init__()\n        raise RuntimeError('no weights today')")
     with pytest.raises(ProblemError, match="no weights today"):

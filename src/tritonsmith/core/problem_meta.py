@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import logging
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,6 +13,8 @@ from tritonsmith.core._problem_types import ProblemError, ProblemInfo, TensorSpe
 
 if TYPE_CHECKING:
     from tritonsmith.core.problem import Problem
+
+log = logging.getLogger(__name__)
 
 _SCALAR_TYPES = (int, float, bool)
 _MIN_SCALED = 8  # halving stops here: smaller sizes stop exercising masking and tiling
@@ -60,6 +63,21 @@ def instantiate(module: types.ModuleType, name: str, device: str) -> tuple[Any, 
     return model.to(device), init, inputs
 
 
+def instantiate_on_meta(module: types.ModuleType, name: str) -> tuple[Any, list[Any], list[Any]]:
+    """``instantiate`` on the meta device (shapes only, no memory), for constructors that allow it.
+
+    Some compute with their tensors' values (Swin's ``torch.linspace(0, rate, n)[i].item()`` drop-path
+    rates), which meta tensors cannot: those are built on the CPU and the model moved to meta. A
+    constructor that is broken raises its CPU error, the one its author would see.
+    """
+    try:
+        return instantiate(module, name, "meta")
+    except ProblemError as exc:
+        log.info("%s cannot be built on the meta device (%s); building it on the CPU", name, exc)
+    model, init, _ = instantiate(module, name, "cpu")
+    return model.to("meta"), init, reference_inputs(module, name, "meta")
+
+
 def reference_inputs(module: types.ModuleType, name: str, device: str) -> list[Any]:
     """``get_inputs()`` with tensor factories defaulting to ``device`` (no host-side build and copy)."""
     import torch
@@ -92,7 +110,7 @@ def inspect_problem(problem: Problem) -> ProblemInfo:
     from torch.utils.flop_counter import FlopCounterMode
 
     module = exec_reference(problem.source, problem.name)
-    model, init, inputs = instantiate(module, problem.name, "meta")
+    model, init, inputs = instantiate_on_meta(module, problem.name)
     ops: list[str] = []
     try:
         with torch.no_grad(), FlopCounterMode(display=False) as counter, _record_ops(ops):

@@ -50,18 +50,12 @@ def export_problem(problem: Problem, lead: int | None = None) -> Exported:
     (``self.features[3].weight``). ``lead``: export with the inputs' leading dimension resized to it
     (``resize_leading``), to see which sizes follow it.
     """
-    from tritonsmith.core.problem_meta import exec_reference, instantiate
+    from tritonsmith.core.problem_meta import exec_reference, instantiate_on_meta
 
     from tritonsmith.agents.builtin._rnn import patch_recurrent
 
-    from tritonsmith.core.problem import ProblemError
-
     module = exec_reference(problem.source, problem.name)
-    try:
-        model, _, inputs = instantiate(module, problem.name, "meta")
-    except ProblemError as exc:  # an __init__ that reads values (``.item()``): build it for real on the CPU
-        log.info("builtin: %s cannot be built on the meta device (%s); building it on the CPU", problem.name, exc)
-        model, _, inputs = instantiate(module, problem.name, "cpu")
+    model, _, inputs = instantiate_on_meta(module, problem.name)
     patch_recurrent(model)
     if lead is not None:
         inputs = resize_leading(list(inputs), lead)
