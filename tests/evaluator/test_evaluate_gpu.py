@@ -291,3 +291,36 @@ def test_a_deep_hybrid_network_is_not_failed_by_tf32_rounding_on_both_sides(tmp_
     result = evaluate(ref, cand, device="cuda", trials=3)
     assert result.status is EvalStatus.CORRECT, result.feedback()
     assert any("full float32" in n for n in result.checks.notes), result.checks.notes
+
+
+GROUPED_1X1 = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(240, 120, kernel_size=1, groups=3, bias=False)
+        self.bn = nn.BatchNorm2d(120)
+
+    def forward(self, x):
+        return F.relu(self.bn(self.conv(x)))
+
+
+def get_inputs():
+    return [torch.randn(10, 240, 223, 225)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_grouped_convolution_on_cudnns_own_streams_is_not_side_stream_work(tmp_path):
+    """cuDNN may run a grouped convolution's groups on its internal streams, in the reference too (H200
+    2026-12-06: 25_ShuffleNetUnit's hybrid candidates were rejected as side-stream work)."""
+    ref, cand = _builtin_default(tmp_path, "grouped_1x1", GROUPED_1X1)
+    result = evaluate(ref, cand, device="cuda", trials=2)
+    assert result.status is EvalStatus.CORRECT, result.feedback()

@@ -95,6 +95,24 @@ class _Event:
         return self.dur
 
 
+def test_work_on_a_librarys_internal_streams_counts_only_where_the_reference_ran_it_there_too():
+    """cuDNN runs some grouped convolutions on its own streams (H200 2026-12-06: ShuffleNet was rejected)."""
+    spin, home = _Event("void at::cuda::spin_kernel(long)", 7, 0, 10), _Event("_shuffle_kernel", 7, 20, 30)
+    grouped = [_Event("void implicit_convolve_sgemm<float, float, 1024>", 13, 60 + i, 5) for i in range(3)]
+    reference = tc.stream_census([spin, *grouped], "spin_kernel", set())
+    honest = tc.stream_census([spin, home, *grouped], "spin_kernel", {"_shuffle_kernel"})
+    assert len(honest.foreign) == 3
+    kept = tc.without_library_streams(honest, reference)
+    assert kept.foreign == () and kept.triton_share == honest.triton_share
+    tc.check_streams(kept)
+    own_stream = tc.stream_census([spin, home, _Event("void implicit_convolve_sgemm<float, float, 1024>", 21, 60, 5),
+                                   _Event("_shuffle_kernel", 13, 70, 30)], "spin_kernel", {"_shuffle_kernel"})
+    kept = tc.without_library_streams(own_stream, reference)
+    assert len(kept.foreign) == 2  # the same library kernel on the candidate's stream, its own kernel on 13
+    with pytest.raises(CandidateFailure):
+        tc.check_streams(kept)
+
+
 def test_stream_census_finds_work_on_another_stream_and_the_triton_share():
     honest = [_Event("void at::cuda::spin_kernel(long)", 7, 0, 10), _Event("_softmax_kernel", 7, 20, 300),
               _Event("void cudnn::conv(...)", 7, 400, 900), _Event("cudaLaunchKernel", 1, 5, 3, "DeviceType.CPU")]

@@ -76,7 +76,7 @@ def run_benchmark(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callab
     if compiled_fn is not None:
         fns["compiled"] = lambda a: compiled_fn(*a)
     job.stage("benchmark: candidate, eager and torch.compile, interleaved", key="bench_timed")
-    checker = _Checker(job, candidate) if checked else None
+    checker = _Checker(job, candidate, reference=fns["eager"]) if checked else None
     costs: dict[str, float] = {}
     timed = _time_interleaved(fns, refill, flush, checker=checker, costs=costs)
     for part, seconds in costs.items():  # parts of bench_timed: where the rounds' wall time went
@@ -159,10 +159,12 @@ class _Refill:
 class _Checker:
     """The per-round checks of ``_timed_checks`` plus one profiled round at a random point."""
 
-    def __init__(self, job: Job, candidate: Callable[[list[Any]], Any], *, profile: bool = True) -> None:
+    def __init__(self, job: Job, candidate: Callable[[list[Any]], Any], *, profile: bool = True,
+                 reference: Callable[[list[Any]], Any] | None = None) -> None:
         self.rounds = tc.RoundChecker(tc.wrong_bound(job.guards.tf32_spread))
         self._job = job
         self._candidate = candidate
+        self._reference = reference
         self._profile_at = 1 + secrets.randbelow(_MIN_REPS) if profile else -1
         self.census: tc.StreamCensus | None = None
         self._full_at = secrets.randbelow(_MIN_REPS)
@@ -177,12 +179,28 @@ class _Checker:
         job.stage("benchmark: stream census (one profiled call)", key="checks_census")
         try:
             self.census = tc.profile_call(lambda: self._candidate(args), job.guards.counter.names)
+            if self.census.foreign and self._reference is not None:
+                self.census = self._library_streams_removed(self.census, args)
         except tc.CensusUnavailable as exc:  # no CUPTI here: the launch hook still checks Triton's streams
             job.guards.notes.append(f"stream census unavailable ({exc}); Triton launches checked only")
         finally:
             job.stage(*resume)
         if self.census is not None:
             tc.check_streams(self.census)
+
+    def _library_streams_removed(self, census: tc.StreamCensus, args: list[Any]) -> tc.StreamCensus:
+        """The census less what the reference's own library calls also run on their internal streams."""
+        assert self._reference is not None
+        reference = self._reference
+        copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]  # the round's inputs stay as made
+        with torch.no_grad():
+            ref_census = tc.profile_call(lambda: reference(copies), set())
+        kept = tc.without_library_streams(census, ref_census)
+        if len(kept.foreign) < len(census.foreign):
+            self._job.guards.notes.append(
+                f"{len(census.foreign) - len(kept.foreign)} GPU activities ran on a library's internal streams "
+                "(the reference's own calls ran them there too): not counted as side-stream work")
+        return kept
 
     def after_round(self, r: int, cand_out: Any, ref_out: Any) -> None:
         """Reuse and the sampled comparison every round; the full comparison on one random round."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -235,6 +235,18 @@ def profile_call(fn: Any, triton_names: set[str]) -> StreamCensus:
 
 
 _MARKER_KERNEL = "spin_kernel"
+
+
+def without_library_streams(census: StreamCensus, reference: StreamCensus) -> StreamCensus:
+    """``census`` less the foreign activities the reference's own call also ran, by kernel and stream.
+
+    cuDNN runs some grouped convolutions on its own internal streams and joins them back to the caller's
+    (H200 2026-12-06: ShuffleNet's ``implicit_convolve_sgemm``, stream 13): PyTorch does that in the
+    reference too, on the same handle's streams. A candidate's own side stream is a stream PyTorch gave it,
+    which the reference's library calls never use, so its work stays foreign.
+    """
+    ours = set(reference.foreign)
+    return replace(census, foreign=tuple(f for f in census.foreign if f not in ours))
 
 
 def check_streams(census: StreamCensus) -> None:
