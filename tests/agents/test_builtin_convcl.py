@@ -128,6 +128,12 @@ NETS = {
         "        self.b2 = nn.BatchNorm2d(7)\n        self.c2 = nn.Conv2d(7, 4, 3, padding=1, bias=False)",
         "        y = self.c1(torch.relu(self.b1(x)))\n        x = torch.cat([x, y], 1)\n"
         "        y = self.c2(torch.relu(self.b2(x)))\n        return torch.cat([x, y], 1)", "[torch.randn(2, 3, 6, 5)]"),
+    # BatchNorm over more positions than one pass holds (2 x 128 x 131 per channel): its statistics split over
+    # positions, channels side by side, as the real networks' do
+    "bn_wide": _net(
+        "bn_wide", "        self.c1 = nn.Conv2d(3, 6, 3, padding=1, bias=False)\n        self.b1 = nn.BatchNorm2d(6)\n"
+        "        self.c2 = nn.Conv2d(6, 5, 1)", "        return self.c2(torch.relu(self.b1(self.c1(x))))",
+        "[torch.randn(2, 3, 128, 131)]"),
 }
 
 
@@ -190,6 +196,18 @@ def test_net_cl_not_offered_for_a_single_convolution() -> None:
     state = BuiltinGenerator()._state(problem)
     assert state.error is None and "net-cl" not in [v.key for v in state.menu]
 
+
+
+def test_net_cl_batchnorm_statistics_tile_channels_side_by_side(net_written: dict[str, Any]) -> None:
+    """bn_wide: the statistics of a channels-last value reduce over positions C apart; one channel per
+    program would load one word per sector (H200 2026-12-06: net-cl BatchNorm networks 0.19-0.36x torch.compile)."""
+    import re
+
+    src = net_written["bn_wide"][3]
+    stats = re.search(r"_row_0_stats0_kernel\[.*BLOCK_K=(\d+), BLOCK_R=(\d+), BLOCK_S=(\d+), SPLIT=(\d+)", src)
+    assert stats is not None, src[-3000:]
+    block_k, block_r, block_s, split = map(int, stats.groups())
+    assert block_k == 8 and split > 1 and block_k * block_s <= 4096
 
 
 def test_net_cl_writes_a_network_whose_pointwise_groups_all_stay_row_major(net_written: dict[str, Any]) -> None:
