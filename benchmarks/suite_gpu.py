@@ -81,7 +81,7 @@ def run_one(problems: list[SuiteProblem], run_dir: Path, *, workers: int | None,
     run_dir.mkdir(parents=True, exist_ok=True)
     pool = LocalPool(plan_slots("cuda", workers=workers, slots_per_gpu=slots_per_gpu, lock_dir=run_dir),
                      log_dir=run_dir / "logs")
-    timer = threading.Timer(hard_stop, pool.shutdown)  # in-flight problems become `error` (retried on resume)
+    timer = threading.Timer(hard_stop, pool.shutdown)  # in-flight problems keep their finished attempts (else `error`, retried on resume)
     timer.start()
     start = time.perf_counter()
     try:

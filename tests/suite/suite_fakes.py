@@ -54,3 +54,29 @@ def crashing_optimize(problem: Problem, *, generator: object, iterations: int, d
     if "bug" in problem.name:
         raise RuntimeError("a bug in the optimize loop")
     return fake_optimize(problem, generator=generator, iterations=iterations, device=device)
+
+
+def stoppable_optimize(problem: Problem, *, generator: object, iterations: int, device: str,
+                       **settings: object) -> object:
+    """The optimize loop's behaviour under a stop: one attempt finishes (verified unless the problem's name
+    says ``none``), the next hangs until the worker's SIGTERM turns into KeyboardInterrupt, and the loop
+    raises ``OptimizeInterrupted`` with the finished attempt, as ``tritonsmith.graphs.optimize`` does."""
+    from tritonsmith.core.results import Attempt
+    from tritonsmith.graphs import OptimizeInterrupted, OptimizeResult
+
+    verified = "none" not in problem.name
+    status = EvalStatus.CORRECT if verified else EvalStatus.WRONG_OUTPUT
+    result = EvalResult(status=status, message=f"fake verdict: {status.value}", problem=problem.name, device=device,
+                        device_name="fake", tolerance="kernelbench")
+    attempt = Attempt(iteration=1, source="# fake kernel\n", generator="fake", result=result)
+    _log_call(problem, phase="first attempt finished")
+    try:
+        time.sleep(60)
+    except KeyboardInterrupt:
+        raise OptimizeInterrupted(OptimizeResult(
+            problem=problem.name, status="verified" if verified else "interrupted",
+            reason="interrupted (Ctrl-C) after 1 finished attempt", device=device, generator="fake",
+            best_source=attempt.source if verified else None, best_result=result if verified else None,
+            best_reward=0.5 if verified else None, best_iteration=1 if verified else None,
+            attempts=(attempt,))) from None
+    raise AssertionError("the stop never came")

@@ -95,6 +95,50 @@ def test_a_dead_worker_or_a_bug_costs_only_its_problem(tmp_path: Path, fakes_on_
     assert "a bug in the optimize loop" in (status["level1/3_bug"].error or "")
 
 
+@pytest.mark.parametrize("stop", ["hard_stop", "ctrl_c"])
+def test_a_stopped_worker_answers_with_the_attempts_that_finished(stop: str, tmp_path: Path, fakes_on_path: None,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hard stop (``pool.shutdown``) or Ctrl-C during a problem's second iteration: its verified first
+    attempt is recorded, not lost to a dead-worker ``error`` (H200 2026-12-06: 16_DenseNet201's finished
+    evaluation was)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from suite_problems import write_problem
+
+    from tritonsmith.suite.results import RunStore
+
+    calls = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("SUITE_FAKE_CALLS", str(calls))
+    root = tmp_path / "p"
+    for name in ("1_done", "2_none"):
+        write_problem(root / "level1" / f"{name}.py", rows=3, cols=5)
+    pool = LocalPool(plan_slots("cpu", workers=2), log_dir=tmp_path / "logs")
+
+    def stop_when_both_are_hanging() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not calls.exists() or len(_calls(calls)) < 2):
+            time.sleep(0.1)
+        pool.shutdown() if stop == "hard_stop" else os.kill(os.getpid(), signal.SIGINT)  # as a terminal's Ctrl-C
+
+    threading.Thread(target=stop_when_both_are_hanging, daemon=True).start()
+    settings = SuiteSettings(device="cpu", iterations=2, optimize_fn="suite_fakes:stoppable_optimize",
+                             generator="default")
+    if stop == "ctrl_c":
+        with pytest.raises(KeyboardInterrupt):
+            run_suite(discover_problems([root]), tmp_path / "run", settings, pool=pool)
+    else:
+        run_suite(discover_problems([root]), tmp_path / "run", settings, pool=pool)
+    status = {r.key: r for r in RunStore(tmp_path / "run").records()}
+    done, none = status["level1/1_done"], status["level1/2_none"]
+    assert done.status == "correct" and "stopped: interrupted" in done.message and "of 2 iterations" in done.message
+    assert done.candidate_file and (tmp_path / "run" / done.candidate_file).read_text() == "# fake kernel\n"
+    assert len(done.attempts) == 1
+    assert none.status == "error" and "stopped" in none.message and len(none.attempts) == 1  # retried on resume
+
+
 def test_install_gpu_lock_wraps_evaluate_and_profile_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import tritonsmith.evaluator._evaluate as evaluate_module
     import tritonsmith.profiler.profile as profile_module

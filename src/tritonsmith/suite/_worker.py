@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from typing import NoReturn
 
 from tritonsmith.suite._task import SuiteTask, execute_task
@@ -20,6 +21,7 @@ from tritonsmith.suite.pool import install_gpu_lock
 from tritonsmith.evaluator.sandbox import kill_running_workers
 
 _PR_SET_PDEATHSIG = 1
+_TERMINATED = threading.Event()  # SIGTERM came: answer the task in hand with what finished, then exit
 
 
 def main() -> None:
@@ -33,15 +35,28 @@ def main() -> None:
         if not line.strip():
             continue
         task = SuiteTask.from_dict(json.loads(line))
-        record = execute_task(task)
+        try:
+            record = execute_task(task)
+        except KeyboardInterrupt:  # stopped outside the optimize loop: nothing finished to keep
+            raise SystemExit(128 + signal.SIGTERM) from None
         protocol.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
+        if _TERMINATED.is_set():
+            raise SystemExit(128 + signal.SIGTERM)
 
 
 def _exit_on_term(signum: int, frame: object) -> NoReturn:
-    # The evaluation may wait in another thread (LangGraph runs nodes there) that SystemExit never reaches:
-    # kill the sandboxed workers first, then SystemExit unwinds through the evaluator here.
+    """The coordinator's stop (its hard stop, Ctrl-C): end the problem in hand with its finished attempts.
+
+    The evaluation may wait in another thread (LangGraph runs nodes there) that an exception never reaches:
+    the sandboxed workers are killed first. Then KeyboardInterrupt ends the optimize loop, which keeps its
+    finished attempts (``OptimizeInterrupted``); ``execute_task`` records them and the worker exits after
+    answering. A second SIGTERM exits at once.
+    """
     kill_running_workers(stop=True)
-    raise SystemExit(128 + signum)
+    if _TERMINATED.is_set():
+        raise SystemExit(128 + signum)
+    _TERMINATED.set()
+    raise KeyboardInterrupt
 
 
 def _die_with_parent() -> None:

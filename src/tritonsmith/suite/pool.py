@@ -216,22 +216,14 @@ class LocalPool:
                                     daemon=True) for slot in self.slots]
         for thread in threads:
             thread.start()
-        live = len(threads)
+        live = [len(threads)]
         try:
-            while live:
-                kind, payload = events.get()
-                if kind == "start":
-                    on_start(*payload)
-                elif kind == "done":
-                    record, handled = payload
-                    try:
-                        on_done(record)
-                    finally:
-                        handled.set()
-                elif kind == "failed":
-                    raise payload
-                else:
-                    live -= 1
+            while live[0]:
+                _handle(events.get(), live, on_start, on_done)
+        except KeyboardInterrupt:  # Ctrl-C: the workers answer with what finished of their problems, then exit
+            self.shutdown()
+            _drain(events, live, on_done)
+            raise
         except BaseException:
             self.shutdown()
             raise
@@ -292,6 +284,40 @@ class LocalPool:
         return ProblemRecord(key=task.key, problem=Path(task.problem_path).stem, level=task.level, status=ERROR,
                              message=f"worker {slot.name} died (exit code {proc.returncode}) during this problem",
                              error=tail, mode=task.mode, device=task.device)
+
+
+def _handle(event: tuple[str, Any], live: list[int], on_start: Callable[[Any, str], None],
+            on_done: Callable[[ProblemRecord], None]) -> None:
+    """One event of the slots' threads, in the caller's thread (``live[0]``: threads still running)."""
+    kind, payload = event
+    if kind == "start":
+        on_start(*payload)
+    elif kind == "done":
+        record, handled = payload
+        try:
+            on_done(record)
+        finally:
+            handled.set()
+    elif kind == "failed":
+        raise payload
+    else:
+        live[0] -= 1
+
+
+def _drain(events: queue.Queue[tuple[str, Any]], live: list[int], on_done: Callable[[ProblemRecord], None]) -> None:
+    """After Ctrl-C: record what the stopped workers answer (their problems' finished attempts) until every
+    slot's thread ended; a problem stopped before any attempt finished leaves no record."""
+    deadline = time.monotonic() + 4 * _TERM_GRACE_S
+    while live[0] and time.monotonic() < deadline:
+        try:
+            event = events.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            return
+        if event[0] == "done" and event[1][0].status == ERROR and not event[1][0].attempts:
+            event[1][1].set()  # stopped before anything finished: not a result, the rerun starts it afresh
+            continue
+        if event[0] != "start":
+            _handle(event, live, lambda *a: None, on_done)
 
 
 def _roundtrip(proc: subprocess.Popen[str], task: Any) -> ProblemRecord | None:
