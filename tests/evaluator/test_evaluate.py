@@ -264,3 +264,52 @@ def test_the_default_worker_timeout_grows_with_the_candidates_kernel_count():
     assert default_timeout_s("cpu", one * 30) == 600.0
     assert default_timeout_s("cuda", one * 110) == 300.0 + 3.0 * 80
     assert default_timeout_s("cuda", one * 1000) == 900.0
+
+
+CANCELLING_REFERENCE = HEADER + '''
+
+class Model(nn.Module):
+    def forward(self, x):
+        return (x + 1e8) - 1e8  # float32 keeps multiples of 8 only: up to 4 from the float64 answer, x
+
+
+def get_inputs():
+    return [torch.randn(37, 129)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+EXACT_IDENTITY = HEADER + '''
+
+@triton.jit
+def _copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+'''
+
+
+def test_a_failure_against_an_ill_conditioned_reference_says_so(tmp_path, softmax_reference, softmax_candidate):
+    """The kernel computes the exact answer; the reference's own float32 rounding is far beyond the tolerance
+    (24_EfficientNetB2: BatchNorm over two values per channel). Still wrong_output (KernelBench's rule), but the
+    feedback names the cause; an ordinary wrong kernel gets no such line."""
+    ref, cand = tmp_path / "cancel.py", tmp_path / "cancel_triton.py"
+    ref.write_text(CANCELLING_REFERENCE)
+    cand.write_text(EXACT_IDENTITY)
+    result = evaluate(ref, cand, device="cpu", trials=2)
+    assert result.status is EvalStatus.WRONG_OUTPUT
+    pattern = result.correctness.mismatch.pattern
+    assert 1.0 < pattern["reference_vs_float64"] <= 4.0
+    assert "the reference is ill-conditioned on these inputs" in result.feedback()
+    bad = softmax_candidate.replace("out = num / tl.sum(num, axis=0)", "out = num / (tl.sum(num, axis=0) + 1.0)")
+    ordinary = evaluate(softmax_reference, bad, device="cpu", trials=2)
+    assert ordinary.status is EvalStatus.WRONG_OUTPUT and "ill-conditioned" not in ordinary.feedback()
+    assert "reference_vs_float64" not in (ordinary.correctness.mismatch.pattern or {})
