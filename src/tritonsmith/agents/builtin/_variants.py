@@ -241,10 +241,14 @@ def _across_memory(g: Group) -> bool:
 
 
 def _split_k(plan: Plan) -> int:
-    """Split the K loop of a lone small matmul with a long K over more programs (partials, then a sum)."""
+    """Split the K loop of a lone small matmul with a long K over more programs (partials, then a sum).
+    Only where the lowering can (``_lower._mm``: both operands loadable as they are, not computed values),
+    so that the variant's description says what its code does."""
     for g in plan.groups:
         if g.kind == MATMUL and len(g.nodes[0].shape) == 2:
-            a = g.nodes[0].args[0]
+            a, b = g.nodes[0].args[0], g.nodes[0].args[1]
+            if not (a.addressable and b.addressable):
+                return 0
             m, n, k = a.shape[0], g.nodes[0].shape[1], a.shape[1]
             tiles = -(-m // 128) * -(-n // 128)
             if tiles < _SMS // 2 and k >= 8192:
