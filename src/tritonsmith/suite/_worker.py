@@ -31,17 +31,18 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _exit_on_term)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     install_gpu_lock()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        task = SuiteTask.from_dict(json.loads(line))
-        try:
-            record = execute_task(task)
-        except KeyboardInterrupt:  # stopped outside the optimize loop: nothing finished to keep
-            raise SystemExit(128 + signal.SIGTERM) from None
-        protocol.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
-        if _TERMINATED.is_set():
-            raise SystemExit(128 + signal.SIGTERM)
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            record = execute_task(SuiteTask.from_dict(json.loads(line)))
+            protocol.write(json.dumps(record.to_dict(), separators=(",", ":")) + "\n")
+            if _TERMINATED.is_set():
+                break
+    except KeyboardInterrupt:  # stopped between tasks or outside the optimize loop: nothing finished to keep
+        pass
+    if _TERMINATED.is_set():
+        raise SystemExit(128 + signal.SIGTERM)
 
 
 def _exit_on_term(signum: int, frame: object) -> NoReturn:
