@@ -71,6 +71,10 @@ CASES: dict[str, tuple[Problem, set[str]]] = {
     "cat_then_softmax": (_problem(  # the cat group turns into a row group (softmax over the cat dim)
         "cat_then_softmax", "x, y):\n        return torch.softmax(torch.cat([x, y], 1), dim=1)",
         "[torch.randn(3, 5), torch.randn(3, 4)]"), {"row"}),
+    "constant_mask_matmul": (_problem(  # Mamba's segsum mask: a kernel of constants feeding a matmul
+        "constant_mask_matmul", "x):\n        t = x.size(-1)\n"
+        "        mask = torch.tril(torch.ones(t, t, device=x.device), diagonal=0)\n        return torch.relu(x @ mask)",
+        "[torch.randn(37, 29)]"), {"pointwise", "matmul"}),
 }
 
 
@@ -108,6 +112,13 @@ def test_fills_are_inlined_and_sources_loaded_by_range(generated: dict[str, Cand
     assert re.search(r"sel\d+_1 = \(c\d+ >= 1\)  #", cat)  # the scan's values start at index 1 along the cat dim
     fills = generated["cat_fills"].source or ""
     assert fills.count("tl.load(") == 1 and "2.5" in fills
+
+
+def test_a_kernel_of_constants_takes_the_forwards_device(generated: dict[str, Candidate]) -> None:
+    """It reads no tensor, so its launcher is told where to allocate; it runs on every call like the others."""
+    src = generated["constant_mask_matmul"].source or ""
+    assert "def _pointwise_0(device: torch.device):" in src
+    assert re.search(r"= _pointwise_0\(x\.device\)", src), src.split("def forward", 1)[-1][:800]
 
 
 def test_constant_output_is_refused() -> None:

@@ -313,3 +313,19 @@ def test_a_failure_against_an_ill_conditioned_reference_says_so(tmp_path, softma
     ordinary = evaluate(softmax_reference, bad, device="cpu", trials=2)
     assert ordinary.status is EvalStatus.WRONG_OUTPUT and "ill-conditioned" not in ordinary.feedback()
     assert "reference_vs_float64" not in (ordinary.correctness.mismatch.pattern or {})
+
+
+def test_the_numerics_tolerance_judges_against_float64(tmp_path, softmax_reference, softmax_candidate):
+    """``--tolerance numerics`` (float64, relative to the reference's own error): an honest kernel passes, a
+    wrong one fails, and the exact kernel an ill-conditioned reference fails under ``kernelbench`` passes
+    (the policy crashed the worker on float32 outputs until 2026-12-06: isclose of float32 with float64)."""
+    good = evaluate(softmax_reference, softmax_candidate, device="cpu", trials=2, tolerance="numerics")
+    assert good.status is EvalStatus.CORRECT, good.feedback()
+    bad = softmax_candidate.replace("out = num / tl.sum(num, axis=0)", "out = num / (tl.sum(num, axis=0) + 1.0)")
+    wrong = evaluate(softmax_reference, bad, device="cpu", trials=2, tolerance="numerics")
+    assert wrong.status is EvalStatus.WRONG_OUTPUT, wrong.feedback()
+    ref, cand = tmp_path / "cancel.py", tmp_path / "cancel_triton.py"
+    ref.write_text(CANCELLING_REFERENCE)
+    cand.write_text(EXACT_IDENTITY)
+    exact = evaluate(ref, cand, device="cpu", trials=2, tolerance="numerics")
+    assert exact.status is EvalStatus.CORRECT, exact.feedback()

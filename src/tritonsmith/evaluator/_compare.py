@@ -83,7 +83,8 @@ def compare(out: Any, ref: Any, *, policy: str, ref64: Any | None = None) -> Ver
         raise ValueError("the numerics policy needs a float64 reference")
     exact = ref64.double()
     tol = loose_tolerance(ref.dtype)
-    bad = ~torch.isclose(out_f, exact, atol=tol, rtol=tol, equal_nan=True)
+    # isclose wants one dtype: the float64 answer rounded to the output's (0.5 ulp, far inside ``tol``)
+    bad = ~torch.isclose(out_f, exact.to(out_f.dtype), atol=tol, rtol=tol, equal_nan=True)
     norm = float(exact.norm()) or 1.0
     cand_err = float((out_f - exact).norm()) / norm
     ref_err = float((ref_f - exact).norm()) / norm

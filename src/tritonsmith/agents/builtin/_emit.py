@@ -293,8 +293,12 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
             continue
         k = kernels[g.index]
         outs = [f"t{o.id}" for o in k.outputs]
-        lines.append(f"        {', '.join(outs)} = {k.name}("
-                     f"{', '.join(expr(b) for b in k.bases)})")
+        call_args = [expr(b) for b in k.bases]
+        if not call_args:  # a kernel of constants reads no tensor: it is told the forward's device
+            if not tensor_args:
+                raise UnsupportedError(f"{k.name} computes constants and the forward has no tensor input")
+            call_args = [f"{tensor_args[0]}.device"]
+        lines.append(f"        {', '.join(outs)} = {k.name}({', '.join(call_args)})")
         for o in k.outputs:
             names[o.id] = f"t{o.id}"
     rets = [expr(o) if o.id in names or o.kind in (PARAM, INPUT, EXTERN) or o.kind == VIEW else

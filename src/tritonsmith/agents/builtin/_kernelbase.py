@@ -224,28 +224,31 @@ class KernelWriter:
         arguments (and the leading size and ``values``, name -> launcher expression, for a shape-generic kernel),
         or with ``own_args[i]`` for launch ``i``."""
         args = [f"a{i}" for i in range(len(self.bases))]
-        if not args:
-            raise UnsupportedError(f"{self.name} would read no tensor: its outputs are constants")
-        lines = [f"def {self.name}({', '.join(f'{a}: torch.Tensor' for a in args)}):",
-                 f'    """{comment}"""']
+        params = [f"{a}: torch.Tensor" for a in args]
+        if not args:  # constants (Mamba's tril mask): computed on every call too, on the forward's device
+            model_outputs = {resolve_base(o, self.plan.owner).id for o in self.plan.graph.outputs}
+            if self.lead is not None or any(o.id in model_outputs for o in self.g.outputs):
+                raise UnsupportedError(f"{self.name} would read no tensor: its outputs are constants")
+            params = ["device: torch.device"]
+        lines = [f"def {self.name}({', '.join(params)}):", f'    """{comment}"""']
         if self.lead is not None:
             lines.append(self._lead_line(args))
             lines += [f"    {k} = {v}" for k, v in (values or {}).items()]
         for a, b in zip(args, self.bases, strict=True):
             lines.append(f"    _expect({a}, {self.shape_text(b)}, {tuple(layout(b, self.plan.owner)[1])}, '{a}')")
-        dev = args[0] if args else "None"
+        dev = f"{args[0]}.device" if args else "device"
         outs = []
         for i, o in enumerate(self.g.outputs):
             outs.append(f"out{i}")
             fmt = self.out_format or (CL_FORMAT[len(o.shape)] if o.attrs.get("channels_last") else "")
             fmt = f", memory_format={fmt}" if fmt else ""
-            lines.append(f"    out{i} = torch.empty({self.shape_text(o)}, device={dev}.device, dtype={o.dtype}{fmt})")
+            lines.append(f"    out{i} = torch.empty({self.shape_text(o)}, device={dev}, dtype={o.dtype}{fmt})")
         scratch = []
         for wname, (shape, dtype) in (workspace or {}).items():
             scratch.append(wname)
-            lines.append(f"    {wname} = torch.empty({tuple_text(list(map(str, shape)))}, device={dev}.device, "
+            lines.append(f"    {wname} = torch.empty({tuple_text(list(map(str, shape)))}, device={dev}, "
                          f"dtype={dtype})  # scratch" if self.lead is not None else
-                         f"    {wname} = torch.empty({shape}, device={dev}.device, dtype={dtype})  # scratch")
+                         f"    {wname} = torch.empty({shape}, device={dev}, dtype={dtype})  # scratch")
         for i, (kernel, grid, meta) in enumerate(launches):
             kw = ", ".join(f"{k}={v!r}" for k, v in meta.items())
             sizes = ["lead", *(values or {})] if self.lead is not None else []
