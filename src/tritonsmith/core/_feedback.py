@@ -99,11 +99,11 @@ def diagnose(m: Mismatch) -> list[str]:
     if not n:
         return []
     out: list[str] = []
-    if p.get("reference_vs_float64"):
-        out.append(f"the reference is ill-conditioned on these inputs: run in full float32 it is itself up to "
-                   f"{p['reference_vs_float64']:.3g} from its float64 result, beyond the tolerance, so only a kernel "
-                   "that repeats its exact operation order can match it; the failure may be the problem's, not "
-                   "the kernel's (check the kernel with --tolerance numerics).")
+    if p.get("reference_vs_float64"):  # alone: the other patterns would blame the kernel for the reference's rounding
+        return [f"the reference is ill-conditioned on these inputs: run in full float32 it is itself up to "
+                f"{p['reference_vs_float64']:.3g} from its float64 result, beyond the tolerance, so only a kernel "
+                "that repeats its exact operation order can match it; the failure may be the problem's, not "
+                "the kernel's (check the kernel with --tolerance numerics)."]
     if p.get("ref_finite_where_inf"):
         out.append(f"overflow: the candidate is inf/NaN at {p['ref_finite_where_inf']} of {n} wrong elements where "
                    f"the reference is finite (|max| {p.get('ref_abs_max', 0):.3g}): subtract the row maximum before "
