@@ -76,7 +76,9 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     _r("background_thread", "runtime", "threads left running after forward", "no threads"),
     _r("child_process", "runtime", "child processes left running", "no processes"),
     _r("side_stream", "runtime", "GPU work (Triton, torch, cupy, ctypes...) on a stream other than the caller's "
-       "current stream, however the stream was obtained", "launch everything on the current stream"),
+       "current stream, however the stream was obtained (a library's own internal streams, where the reference's "
+       "same call uses them too, are not counted: cuDNN's grouped convolutions)",
+       "launch everything on the current stream"),
     _r("evaluator_tampering", "runtime", "the verdict file was not written by the evaluator",
        "do not touch the evaluator's files"),
     # -- timing: CUDA only ---------------------------------------------------------------------------------
