@@ -133,10 +133,10 @@ def test_a_stopped_worker_answers_with_the_attempts_that_finished(stop: str, tmp
         run_suite(discover_problems([root]), tmp_path / "run", settings, pool=pool)
     status = {r.key: r for r in RunStore(tmp_path / "run").records()}
     done, none = status["level1/1_done"], status["level1/2_none"]
-    assert done.status == "correct" and "stopped: interrupted" in done.message and "of 2 iterations" in done.message
+    assert done.status == "correct" and "the run was stopped after 1 of 2 iterations" in done.message
     assert done.candidate_file and (tmp_path / "run" / done.candidate_file).read_text() == "# fake kernel\n"
     assert len(done.attempts) == 1
-    assert none.status == "error" and "stopped" in none.message and len(none.attempts) == 1  # retried on resume
+    assert none.status == "error" and "was stopped" in none.message and len(none.attempts) == 1  # retried on resume
 
 
 def test_install_gpu_lock_wraps_evaluate_and_profile_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

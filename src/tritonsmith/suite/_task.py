@@ -116,11 +116,11 @@ def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> Proble
         settings["eval_timeout_s"] = s.eval_timeout_s
     from tritonsmith.graphs import OptimizeInterrupted
 
-    stopped = None
+    stopped = False
     try:
         raw = fn(problem, generator=generator_choice(s.generator), iterations=s.iterations, device=s.device, **settings)
     except OptimizeInterrupted as stop:  # the run's hard stop or Ctrl-C: keep the attempts that finished
-        raw, stopped = stop.result, stop.result.reason
+        raw, stopped = stop.result, True
     out = to_outcome(raw)
     candidate_file = None
     if out.best_source is not None:
@@ -131,9 +131,9 @@ def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> Proble
         message = out.failure_message or f"{out.generator} produced no candidate in {out.iterations} iterations"
     else:
         status, message = out.best_result.status.value, out.best_result.message
-    if stopped is not None:  # retried on resume unless a verified kernel came out of it
+    if stopped:  # retried on resume unless a verified kernel came out of it
         status = status if out.best_source is not None else ERROR
-        message = f"{message} (stopped: {stopped} of {s.iterations} iterations)"
+        message = f"{message} (the run was stopped after {out.iterations} of {s.iterations} iterations)"
     return ProblemRecord(problem=problem.name, status=status, message=message, result=out.best_result,
                          iterations=out.iterations, generator=out.generator, input_tokens=out.input_tokens,
                          output_tokens=out.output_tokens, cost_usd=out.cost_usd, candidate_file=candidate_file,
