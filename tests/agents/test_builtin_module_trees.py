@@ -167,3 +167,44 @@ def test_repeated_blocks_share_one_kernel_per_distinct_text_and_stay_correct() -
     assert not any(k in aliases for k in head)
     result = evaluate(problem, cand.source, device="cpu", trials=2, timeout_s=300)
     assert result.status.value == "correct", result.feedback()
+
+
+_READS_VALUES = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rate = torch.linspace(0, 0.1, 4)[2].item()  # Swin's drop-path rates: cannot run on meta tensors
+        self.logit_scale = nn.Parameter(torch.log(10 * torch.ones(5, 1, 1)))
+        self.register_buffer("order", torch.arange(5).flip(0))  # SwinV2's relative position index: values matter
+
+    def forward(self, x):
+        x = x[:, self.order]
+        # SwinV2: a tensor made in forward on the default device, as a clamp bound
+        scale = torch.clamp(self.logit_scale, max=torch.log(torch.tensor(1.0 / 0.01, device=x.device))).exp()
+        return x * scale + self.rate
+
+
+def get_inputs():
+    return [torch.randn(3, 5, 7, 9)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_model_built_from_tensor_values_that_makes_a_tensor_in_forward_is_written_and_verified() -> None:
+    """29_SwinMLP / 30_SwinTransformerV2's pattern (H200 2026-12-06: both invalid_problem): a constructor
+    that reads tensor values, a buffer whose values index, a tensor made in forward; inspected after a CPU
+    build, traced from one, verified."""
+    from tritonsmith.evaluator import evaluate
+
+    problem = Problem.from_source(_READS_VALUES, name="reads_values")
+    assert [str(s) for s in problem.inspect().outputs] == ["float32[3, 5, 7, 9]"]
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=1))
+    assert cand.source is not None, cand.note
+    result = evaluate(problem, cand.source, device="cpu", trials=2, timeout_s=300)
+    assert result.status.value == "correct", result.feedback()

@@ -50,12 +50,20 @@ def export_problem(problem: Problem, lead: int | None = None) -> Exported:
     (``self.features[3].weight``). ``lead``: export with the inputs' leading dimension resized to it
     (``resize_leading``), to see which sizes follow it.
     """
-    from tritonsmith.core.problem_meta import exec_reference, instantiate_on_meta
+    from tritonsmith.core.problem import ProblemError
+    from tritonsmith.core.problem_meta import exec_reference, instantiate
 
     from tritonsmith.agents.builtin._rnn import patch_recurrent
 
     module = exec_reference(problem.source, problem.name)
-    model, _, inputs = instantiate_on_meta(module, problem.name)
+    try:
+        model, _, inputs = instantiate(module, problem.name, "meta")
+    except ProblemError as exc:
+        # an __init__ that reads values (``.item()``): build and export it for real on the CPU; moved to meta
+        # instead (``instantiate_on_meta``), tensors its forward creates on the default device would be
+        # exported as constants of another device (30_SwinTransformerV2's ``torch.tensor(1 / 0.01)``)
+        log.info("builtin: %s cannot be built on the meta device (%s); building it on the CPU", problem.name, exc)
+        model, _, inputs = instantiate(module, problem.name, "cpu")
     patch_recurrent(model)
     if lead is not None:
         inputs = resize_leading(list(inputs), lead)
