@@ -61,6 +61,19 @@ def test_resuming_with_other_settings_is_refused(tmp_path: Path) -> None:
         store.open_run(RunManifest(mode="optimize", device="cuda", generator="llm", iterations=3, problems=("a",)))
 
 
+def test_a_run_resumes_across_commits_that_leave_the_package_alone(tmp_path: Path) -> None:
+    """Code counts by the package's source digest: a docs or results commit between the calls of a GPU run
+    lets it resume (H200 2026-12-06: level 3 needed four calls); a changed source line does not."""
+    store = RunStore(tmp_path / "run")
+    base = dict(mode="optimize", device="cuda", generator="builtin", iterations=2, problems=("level3/1_MLP",))
+    store.open_run(RunManifest(**base, version="0.1.0+ge8447bd.s81fb8137"))
+    store.open_run(RunManifest(**base, version="0.1.0+g9220711.dirty.s81fb8137"))  # same sources: resumes
+    with pytest.raises(RunConfigError, match=r"version: was '0.1.0\+ge8447bd.s81fb8137', now '0.1.0\+g0fe0148.s1234abcd'"):
+        store.open_run(RunManifest(**base, version="0.1.0+g0fe0148.s1234abcd"))
+    with pytest.raises(RunConfigError):
+        store.open_run(RunManifest(**base, version="0.1.0"))  # no digest to compare: the whole string counts
+
+
 def test_cpu_records_never_carry_a_speedup(tmp_path: Path) -> None:
     t = Timing(median_ms=1.0, p20_ms=1.0, p80_ms=1.0, reps=3)
     result = EvalResult(status=EvalStatus.CORRECT, message="ok", problem="p", device="cpu", device_name="cpu",

@@ -125,6 +125,13 @@ class ProblemRecord:
         return replace(self, wall_s=wall_s, worker=worker)
 
 
+def _code_identity(version: str) -> str:
+    """The source digest of a ``code_version`` string (``0.1.0+g1a2b3c4.dirty.s5d6e7f80`` -> ``s5d6e7f80``),
+    or the string itself where it has none (a wheel's ``0.1.0``, ``unknown``)."""
+    last = version.rsplit(".", 1)[-1]
+    return last if "+g" in version and last.startswith("s") and len(last) == 9 else version
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunManifest:
     """The settings a run directory was started with; a rerun must match them to resume.
@@ -142,14 +149,17 @@ class RunManifest:
     version: str = field(default_factory=code_version)
 
     def identity(self) -> dict[str, Any]:
-        """Everything that changes a result: a resume must match it exactly."""
+        """Everything that changes a result: a resume must match it exactly. The code counts by its source
+        digest (``core.version``): a commit of docs or results alone lets a run resume, a changed line of
+        the package does not."""
         return {"mode": self.mode, "device": self.device, "generator": self.generator,
-                "iterations": self.iterations, **self.settings, "version": self.version}
+                "iterations": self.iterations, **self.settings, "version": _code_identity(self.version)}
 
     def differences(self, other: RunManifest) -> list[str]:
-        """``name: was X, now Y`` for each result-changing setting ``other`` changes."""
+        """``name: was X, now Y`` for each result-changing setting ``other`` changes (versions in full)."""
         mine, theirs = self.identity(), other.identity()
-        return [f"{k}: was {mine.get(k)!r}, now {theirs.get(k)!r}" for k in dict.fromkeys([*mine, *theirs])
+        was, now = {**mine, "version": self.version}, {**theirs, "version": other.version}
+        return [f"{k}: was {was.get(k)!r}, now {now.get(k)!r}" for k in dict.fromkeys([*mine, *theirs])
                 if mine.get(k) != theirs.get(k)]
 
     def to_dict(self) -> dict[str, Any]:
