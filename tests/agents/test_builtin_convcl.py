@@ -134,6 +134,11 @@ NETS = {
         "bn_wide", "        self.c1 = nn.Conv2d(3, 6, 3, padding=1, bias=False)\n        self.b1 = nn.BatchNorm2d(6)\n"
         "        self.c2 = nn.Conv2d(6, 5, 1)", "        return self.c2(torch.relu(self.b1(self.c1(x))))",
         "[torch.randn(2, 3, 128, 131)]"),
+    # fewer positions (2 x 40 x 41 per channel, a late layer's size): still split, or 6 channels are one program
+    "bn_mid": _net(
+        "bn_mid", "        self.c1 = nn.Conv2d(3, 6, 3, padding=1, bias=False)\n        self.b1 = nn.BatchNorm2d(6)\n"
+        "        self.c2 = nn.Conv2d(6, 5, 1)", "        return self.c2(torch.relu(self.b1(self.c1(x))))",
+        "[torch.randn(2, 3, 40, 41)]"),
 }
 
 
@@ -203,11 +208,12 @@ def test_net_cl_batchnorm_statistics_tile_channels_side_by_side(net_written: dic
     program would load one word per sector (H200 2026-12-06: net-cl BatchNorm networks 0.19-0.36x torch.compile)."""
     import re
 
-    src = net_written["bn_wide"][3]
-    stats = re.search(r"_row_0_stats0_kernel\[.*BLOCK_K=(\d+), BLOCK_R=(\d+), BLOCK_S=(\d+), SPLIT=(\d+)", src)
-    assert stats is not None, src[-3000:]
-    block_k, block_r, block_s, split = map(int, stats.groups())
-    assert block_k == 8 and split > 1 and block_k * block_s <= 4096
+    for name in ("bn_wide", "bn_mid"):
+        src = net_written[name][3]
+        stats = re.search(r"_row_0_stats0_kernel\[.*BLOCK_K=(\d+), BLOCK_R=(\d+), BLOCK_S=(\d+), SPLIT=(\d+)", src)
+        assert stats is not None, src[-3000:]
+        block_k, block_r, block_s, split = map(int, stats.groups())
+        assert block_k == 8 and split > 1 and block_k * block_s <= 4096, (name, stats.groups())
 
 
 def test_net_cl_writes_a_network_whose_pointwise_groups_all_stay_row_major(net_written: dict[str, Any]) -> None:

@@ -213,8 +213,9 @@ def _channel_rows_config(dom: Any) -> dict[str, Any]:
     if r * block_k <= 8192:
         return {"BLOCK_K": block_k, "BLOCK_R": r, "one_pass": True, "num_warps": 4}
     rows = -(-dom.k // block_k)
+    # split from 2048 positions on (not SPLIT_MIN_R): 16 channels a program leave 64 channels 4 programs
     return {"BLOCK_K": block_k, "BLOCK_R": 2048 // block_k, "one_pass": False, "num_warps": 8,
-            "target_programs": min(TARGET_PROGRAMS, rows * (4096 // block_k))}
+            "target_programs": min(TARGET_PROGRAMS, rows * (4096 // block_k)), "split_min_r": 2048}
 
 
 def _reads_channels_last(g: Group) -> bool:
