@@ -44,8 +44,10 @@ def check_inputs(values: Any, what: str, name: str) -> list[Any]:
     return list(values)
 
 
-def instantiate(module: types.ModuleType, name: str, device: str) -> tuple[Any, list[Any], list[Any]]:
-    """Build ``Model(*get_init_inputs())`` and the inputs with factories defaulting to ``device``."""
+def instantiate(module: types.ModuleType, name: str, device: str,
+                inputs_device: str | None = None) -> tuple[Any, list[Any], list[Any]]:
+    """Build ``Model(*get_init_inputs())`` and the inputs with factories defaulting to ``device`` (the inputs
+    to ``inputs_device`` when given)."""
     import torch
 
     with torch.device(device):
@@ -55,7 +57,7 @@ def instantiate(module: types.ModuleType, name: str, device: str) -> tuple[Any, 
             raise
         except Exception as exc:
             raise ProblemError(f"{name}: get_init_inputs() raised {type(exc).__name__}: {exc}") from exc
-        inputs = reference_inputs(module, name, device)
+        inputs = reference_inputs(module, name, inputs_device or device)
         try:
             model = module.Model(*init)
         except Exception as exc:
@@ -74,8 +76,8 @@ def instantiate_on_meta(module: types.ModuleType, name: str) -> tuple[Any, list[
         return instantiate(module, name, "meta")
     except ProblemError as exc:
         log.info("%s cannot be built on the meta device (%s); building it on the CPU", name, exc)
-    model, init, _ = instantiate(module, name, "cpu")
-    return model.to("meta"), init, reference_inputs(module, name, "meta")
+    model, init, inputs = instantiate(module, name, "cpu", inputs_device="meta")
+    return model.to("meta"), init, inputs
 
 
 def reference_inputs(module: types.ModuleType, name: str, device: str) -> list[Any]:

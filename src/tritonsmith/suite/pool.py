@@ -313,10 +313,10 @@ def _drain(events: queue.Queue[tuple[str, Any]], live: list[int], on_done: Calla
             event = events.get(timeout=max(0.1, deadline - time.monotonic()))
         except queue.Empty:
             return
-        if event[0] == "done" and event[1][0].status == ERROR and not event[1][0].attempts:
-            event[1][1].set()  # stopped before anything finished: not a result, the rerun starts it afresh
-            continue
-        if event[0] != "start":
+        kind, payload = event
+        if kind == "done" and payload[0].status == ERROR and not payload[0].attempts:
+            payload[1].set()  # stopped before anything finished: not a result, the rerun starts it afresh
+        elif kind != "start":
             _handle(event, live, lambda *a: None, on_done)
 
 
