@@ -205,3 +205,37 @@ def test_a_candidate_right_only_when_tf32_is_off_stays_failed():
     verdict, notes, spread = _second_opinion(_LibraryChain(torch.empty(0), wobble=True, off_when_tf32=0.002),
                                      ["matmul", "tanh"])
     assert verdict is None  # within the loose bound: the fp32 rerun decides, and it agrees
+
+
+def test_large_reference_outputs_are_remembered_by_a_sample(monkeypatch):
+    from tritonsmith.evaluator import _trials
+
+    monkeypatch.setattr(_trials, "_REMEMBER_WHOLE_BYTES", 1000)
+    monkeypatch.setattr(_trials, "_SAMPLE_ELEMENTS", 50)
+    g = torch.Generator().manual_seed(11)
+    small, large = torch.randn(7, generator=g), torch.randn(33, 29, generator=g)
+    kept = _trials._remember([small, large, 3])
+    assert kept[0] is small and kept[2] == 3
+    assert isinstance(kept[1], _trials._Sampled) and 40 <= kept[1].values.numel() <= 50
+    # the next trial's reference: the same values are close, others (even on the sample alone) are not
+    assert _trials._all_close([small, large.clone(), 3], kept)
+    assert not _trials._all_close([small, large + 1.0, 3], kept)
+    assert not _trials._all_close([small, large.t().contiguous(), 3], kept)  # another shape
+    below = _trials._remember([small])
+    assert below[0] is small
+
+
+def test_the_evaluators_own_out_of_memory_is_reported_not_a_dead_worker():
+    from types import SimpleNamespace
+
+    from tritonsmith.evaluator.sandbox import _worker
+
+    try:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+    except torch.OutOfMemoryError as exc:
+        assert _worker._out_of_memory(exc)
+        result = _worker._memory_result(SimpleNamespace(stage_name="trial 2/5", device="cuda"), exc)
+    assert result["status"] == "runtime_error" and result["stage"] == "trial 2/5"
+    assert "evaluator's own checks during trial 2/5" in result["message"] and "--scale" in result["message"]
+    assert "Tried to allocate 8.00 GiB" in result["error"]
+    assert not _worker._out_of_memory(ValueError("not memory"))

@@ -11,6 +11,7 @@ sums in another order (often more accurate than cuBLAS) while still refusing rea
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,35 +69,114 @@ def _rounding_floor(dtype: Any) -> float:
 
 
 def compare(out: Any, ref: Any, *, policy: str, ref64: Any | None = None) -> Verdict:
-    """Compare one candidate tensor with the reference under ``policy``; shapes already match."""
+    """Compare one candidate tensor with the reference under ``policy``; shapes already match.
+
+    Chunked: a chunk of ``_CHUNK`` elements at a time, so no temporary is as large as the output (a conv output
+    of 2^31 floats is 8.6 GB, and the trials hold several such tensors already).
+    """
     import torch
 
-    if not torch.is_floating_point(ref):
-        equal = out.to(ref.dtype) == ref
-        return _verdict(bool(equal.all()), out, ref, ~equal)
-    out_f, ref_f = _wide(out), _wide(ref)
-    if policy == "kernelbench":
-        tol = kernelbench_tolerance(ref.dtype)
-        bad = ~torch.isclose(out_f, ref_f, atol=tol, rtol=tol, equal_nan=True)
-        return _verdict(not bool(bad.any()), out_f, ref_f, bad)
-    if ref64 is None:
+    if ref.is_floating_point() and policy == "numerics" and ref64 is None:
         raise ValueError("the numerics policy needs a float64 reference")
-    exact = ref64.double()
-    tol = loose_tolerance(ref.dtype)
-    # isclose wants one dtype: the float64 answer rounded to the output's (0.5 ulp, far inside ``tol``)
-    bad = ~torch.isclose(out_f, exact.to(out_f.dtype), atol=tol, rtol=tol, equal_nan=True)
-    norm = float(exact.norm()) or 1.0
-    cand_err = float((out_f - exact).norm()) / norm
-    ref_err = float((ref_f - exact).norm()) / norm
-    bound = max(_ERROR_MULTIPLE * ref_err, _rounding_floor(ref.dtype))
-    ok = not bool(bad.any()) and cand_err <= bound and not bool(torch.isnan(out_f).any() & ~torch.isnan(exact).any())
-    verdict = _verdict(ok, out_f, exact, bad)
-    verdict.details.update(candidate_rel_error=cand_err, reference_rel_error=ref_err, allowed_rel_error=bound)
-    if not ok and not bool(bad.any()):
-        verdict.details["message"] = (
-            f"normwise error {cand_err:.2e} vs float64 exceeds {bound:.2e} "
-            f"({_ERROR_MULTIPLE:g}x the reference's own {ref_err:.2e})")
-    return verdict
+    acc = _Scan(out, ref, policy=policy, ref64=ref64)
+    acc.run()
+    ok = acc.mismatched == 0
+    details: dict[str, Any] = {"mismatched": acc.mismatched, "total": ref.numel(), "nan_count": acc.nan_count,
+                               "inf_count": acc.inf_count}
+    if acc.exact_sq is not None:  # numerics: normwise errors against float64
+        norm = math.sqrt(acc.exact_sq) or 1.0
+        cand_err, ref_err = math.sqrt(acc.cand_sq) / norm, math.sqrt(acc.ref_sq) / norm
+        bound = max(_ERROR_MULTIPLE * ref_err, _rounding_floor(ref.dtype))
+        ok = ok and cand_err <= bound and not acc.nan_where_exact_finite
+        details.update(candidate_rel_error=cand_err, reference_rel_error=ref_err, allowed_rel_error=bound)
+        if not ok and acc.mismatched == 0:
+            details["message"] = (f"normwise error {cand_err:.2e} vs float64 exceeds {bound:.2e} "
+                                  f"({_ERROR_MULTIPLE:g}x the reference's own {ref_err:.2e})")
+    if acc.first_bad is not None:
+        flat = acc.first_bad
+        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), ref.shape)) if ref.dim() else ()
+        details.update(first_bad_index=index, candidate_value=float(out.reshape(-1)[flat]),
+                       reference_value=float(acc.against(flat)))
+        if out.is_floating_point():
+            details["pattern"] = mismatch_pattern(out, acc.target, acc.mask)
+    return Verdict(ok=ok, max_abs_error=acc.max_abs, max_rel_error=acc.max_rel, details=details)
+
+
+class _Scan:
+    """One pass over (candidate, target) a chunk at a time: the target is the reference (``kernelbench``, and
+    any non-float output: exact equality) or the float64 answer rounded to the output's dtype (``numerics``)."""
+
+    def __init__(self, out: Any, ref: Any, *, policy: str, ref64: Any | None) -> None:
+        self.out, self.ref, self.policy = out, ref, policy
+        self.floating = bool(ref.is_floating_point())
+        self.target = ref64 if (self.floating and policy == "numerics") else ref
+        self.mismatched = self.nan_count = self.inf_count = 0
+        self.max_abs = self.max_rel = -1.0
+        self.first_bad: int | None = None
+        self.mask: Any = None
+        self.any_finite = False
+        numerics = self.floating and policy == "numerics"
+        self.exact_sq: float | None = 0.0 if numerics else None
+        self.cand_sq = self.ref_sq = 0.0
+        self.nan_where_exact_finite = False
+
+    def run(self) -> None:
+        flat_o, flat_r, flat_t = self.out.reshape(-1), self.ref.reshape(-1), self.target.reshape(-1)
+        for lo in range(0, flat_r.numel(), _CHUNK):
+            self._chunk(lo, flat_o[lo:lo + _CHUNK], flat_r[lo:lo + _CHUNK], flat_t[lo:lo + _CHUNK])
+        if not self.any_finite:
+            self.max_abs = self.max_rel = float("nan")
+
+    def _chunk(self, lo: int, o: Any, r: Any, t: Any) -> None:
+        import torch
+
+        if not self.floating:
+            bad = o.to(r.dtype) != r
+            diff = bad.float()
+            rel = diff / r.float().abs().clamp_min(1e-12)
+        else:
+            o_f = _wide(o)
+            t_f = _wide(r) if self.exact_sq is None else t.double().to(o_f.dtype)
+            tol = kernelbench_tolerance(r.dtype) if self.exact_sq is None else loose_tolerance(r.dtype)
+            bad = ~torch.isclose(o_f, t_f, atol=tol, rtol=tol, equal_nan=True)
+            diff = (o_f - t_f).abs()
+            rel = diff / t_f.abs().clamp_min(1e-12)
+            self.nan_count += int(torch.isnan(o).sum())
+            self.inf_count += int(torch.isinf(o).sum())
+            if self.exact_sq is not None:
+                self._norms(o_f, r, t)
+        self._stats(lo, bad, diff, rel)
+
+    def _norms(self, o_f: Any, r: Any, t: Any) -> None:
+        import torch
+
+        e = t.double()
+        self.exact_sq += float(e.square().sum())
+        self.cand_sq += float((o_f.double() - e).square().sum())
+        self.ref_sq += float((_wide(r).double() - e).square().sum())
+        self.nan_where_exact_finite |= bool(torch.isnan(o_f).any() & ~torch.isnan(e).any())
+
+    def _stats(self, lo: int, bad: Any, diff: Any, rel: Any) -> None:
+        import torch
+
+        finite = torch.isfinite(diff)
+        if bool(finite.any()):
+            self.any_finite = True
+            # torch.where, not diff[finite]: boolean indexing builds an int64 index as large as the chunk
+            self.max_abs = max(self.max_abs, float(torch.where(finite, diff, -1.0).max()))
+            self.max_rel = max(self.max_rel, float(torch.where(finite, rel, -1.0).max()))
+        n = int(bad.sum())
+        if n and self.first_bad is None:
+            self.first_bad = lo + int(bad.nonzero()[0])
+            # the full mask (one byte per element) only once there is a mismatch to describe; filled from this
+            # pass, so the pattern describes what was judged even if the values change afterwards
+            self.mask = torch.zeros(self.ref.shape, dtype=torch.bool, device=self.ref.device)
+        if self.mask is not None:
+            self.mask.view(-1)[lo:lo + bad.numel()] = bad
+        self.mismatched += n
+
+    def against(self, flat: int) -> Any:
+        return self.target.reshape(-1)[flat]
 
 
 def _wide(x: Any) -> Any:
@@ -104,31 +184,6 @@ def _wide(x: Any) -> Any:
     import torch
 
     return x if x.dtype in (torch.float32, torch.float64) else x.float()
-
-
-def _verdict(ok: bool, out: Any, ref: Any, bad: Any) -> Verdict:
-    import torch
-
-    diff = (_wide(out) - _wide(ref)).abs() if out.is_floating_point() else (out != ref).float()
-    finite = torch.isfinite(diff)
-    # torch.where, not diff[finite]: boolean indexing builds an int64 index as large as the output.
-    max_abs = float(torch.where(finite, diff, -1.0).max()) if bool(finite.any()) else float("nan")
-    rel = diff / _wide(ref).abs().clamp_min(1e-12)
-    max_rel = float(torch.where(finite, rel, -1.0).max()) if bool(finite.any()) else float("nan")
-    details: dict[str, Any] = {
-        "mismatched": int(bad.sum()),
-        "total": int(bad.numel()),
-        "nan_count": int(torch.isnan(out).sum()) if out.is_floating_point() else 0,
-        "inf_count": int(torch.isinf(out).sum()) if out.is_floating_point() else 0,
-    }
-    if bool(bad.any()):
-        flat = int(bad.reshape(-1).nonzero()[0])
-        index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), bad.shape)) if bad.dim() else ()
-        details.update(first_bad_index=index, candidate_value=float(out.reshape(-1)[flat]),
-                       reference_value=float(ref.reshape(-1)[flat]))
-        if out.is_floating_point():
-            details["pattern"] = mismatch_pattern(out, ref, bad)
-    return Verdict(ok=ok, max_abs_error=max_abs, max_rel_error=max_rel, details=details)
 
 
 def mismatch_pattern(out: Any, ref: Any, bad: Any) -> dict[str, Any]:
@@ -139,24 +194,16 @@ def mismatch_pattern(out: Any, ref: Any, bad: Any) -> dict[str, Any]:
     reference is finite where the candidate is not (an overflow); ``rows``/``cols``: over the output seen as
     (rows, last dim), how many rows and which columns hold mismatches; ``ref_abs_max``: the reference's
     magnitude; ``mean_ratio``: mean(candidate / reference) over the mismatches (a constant factor off).
+    Chunked, as :func:`compare`.
     """
-    import torch
-
-    n = int(bad.sum())
-    o, r = out[bad].double(), ref[bad].double()
-    nonfinite = ~torch.isfinite(o)
-    pattern: dict[str, Any] = {
-        "mismatched": n, "zero": float((o == 0).sum()) / n, "nan": float(torch.isnan(o).sum()) / n,
-        "inf": float(torch.isinf(o).sum()) / n,
-        "ref_finite_where_inf": int((nonfinite & torch.isfinite(r)).sum()),
-        "ref_abs_max": float(ref.double().abs().max()) if ref.numel() else 0.0,
-    }
-    finite = o[~nonfinite]
-    if n > 1 and finite.numel() == n and bool((finite == finite[0]).all()):
-        pattern["constant"] = float(finite[0])
-    ratio_ok = torch.isfinite(o) & (r.abs() > 1e-6)
-    if bool(ratio_ok.any()):
-        pattern["mean_ratio"] = float((o[ratio_ok] / r[ratio_ok]).mean())
+    s = _PatternScan(out, ref, bad)
+    n = max(s.n, 1)  # the mask holds at least the mismatch it was built for
+    pattern: dict[str, Any] = {"mismatched": s.n, "zero": s.zero / n, "nan": s.nan / n, "inf": s.inf / n,
+                               "ref_finite_where_inf": s.ref_finite_where_inf, "ref_abs_max": s.ref_abs_max}
+    if s.n > 1 and s.finite == s.n and s.constant is not None:
+        pattern["constant"] = s.constant
+    if s.ratio_count:
+        pattern["mean_ratio"] = s.ratio_sum / s.ratio_count
     if bad.dim() >= 2:
         grid = bad.reshape(-1, bad.shape[-1])
         rows, cols = grid.any(dim=1), grid.any(dim=0)
@@ -165,6 +212,44 @@ def mismatch_pattern(out: Any, ref: Any, bad: Any) -> dict[str, Any]:
                        first_col=int(bad_cols[0]), last_col=int(bad_cols[-1]),
                        full_rows=int((grid.sum(dim=1) == grid.shape[1]).sum()))
     return pattern
+
+
+class _PatternScan:
+    """Counts over the mismatched elements of (out, ref), a chunk at a time (see :func:`mismatch_pattern`)."""
+
+    def __init__(self, out: Any, ref: Any, bad: Any) -> None:
+        self.n = self.zero = self.nan = self.inf = self.ref_finite_where_inf = self.finite = self.ratio_count = 0
+        self.ratio_sum = self.ref_abs_max = 0.0
+        self.constant: float | None = None
+        self._same = True
+        flat_o, flat_r, flat_b = out.reshape(-1), ref.reshape(-1), bad.reshape(-1)
+        for lo in range(0, flat_b.numel(), _CHUNK):
+            r_all = flat_r[lo:lo + _CHUNK]
+            self.ref_abs_max = max(self.ref_abs_max, float(r_all.double().abs().max()) if r_all.numel() else 0.0)
+            b = flat_b[lo:lo + _CHUNK]
+            if bool(b.any()):
+                self._add(flat_o[lo:lo + _CHUNK][b].double(), r_all[b].double())
+        if not self._same:
+            self.constant = None
+
+    def _add(self, o: Any, r: Any) -> None:
+        import torch
+
+        nonfinite = ~torch.isfinite(o)
+        self.n += o.numel()
+        self.zero += int((o == 0).sum())
+        self.nan += int(torch.isnan(o).sum())
+        self.inf += int(torch.isinf(o).sum())
+        self.ref_finite_where_inf += int((nonfinite & torch.isfinite(r)).sum())
+        finite = o[~nonfinite]
+        self.finite += finite.numel()
+        if finite.numel():
+            if self.constant is None and self._same:
+                self.constant = float(finite[0])
+            self._same = self._same and bool((finite == self.constant).all())
+        ratio_ok = torch.isfinite(o) & (r.abs() > 1e-6)
+        self.ratio_count += int(ratio_ok.sum())
+        self.ratio_sum += float((o[ratio_ok] / r[ratio_ok]).sum())
 
 
 def describe_inputs(inputs: list[Any]) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tritonsmith.core.problem_meta import flatten_outputs
@@ -45,7 +46,7 @@ def run_trials(job: Job, ref_model: Any, cand_model: Any, make_inputs: Callable[
         if g.enabled:
             with job.part("trial/behaviour"):
                 _check_behaviour(job, t, ref_out, cand_out, cand_inputs, previous)
-            previous = (ref_out, cand_out)
+            previous = (_remember(ref_out), cand_out)
         with job.part("trial/compare"):
             mismatch, a, r = _check_outputs(t, cand_out, ref_out, ref64, policy)
         if mismatch and mismatch.get("kind") == "values" and tf32_allowed(job.device):
@@ -420,8 +421,43 @@ def _all_equal(a: list[Any], b: list[Any]) -> bool:
     return True
 
 
+# the reference outputs of a trial are kept whole for the next trial's check up to this size in all; past it,
+# each large one as a sample (a conv output of 2^31 floats is 8.6 GB; the trials hold several tensors that size)
+_REMEMBER_WHOLE_BYTES = 1 << 30
+_SAMPLE_ELEMENTS = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Sampled:
+    """A large tensor remembered by ``values``: every ``step``-th of its elements, in memory order."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    step: int
+    values: Any
+
+
+def _sample(x: Any, step: int) -> _Sampled:
+    return _Sampled(tuple(x.shape), x.dtype, step, x.reshape(-1)[::step].clone())
+
+
+def _remember(outputs: list[Any]) -> list[Any]:
+    """``outputs`` as the next trial's behaviour check needs them (``_all_close``): whole, or, when their
+    tensors exceed ``_REMEMBER_WHOLE_BYTES`` in all, each tensor of more than ``_SAMPLE_ELEMENTS`` elements
+    as an evenly spaced sample of about that many (the check then compares the same elements of the next
+    trial's output). The candidate's outputs are always kept whole: the reuse check needs them alive."""
+    import torch
+
+    tensors = [x for x in outputs if isinstance(x, torch.Tensor)]
+    if sum(x.numel() * x.element_size() for x in tensors) <= _REMEMBER_WHOLE_BYTES:
+        return outputs
+    return [_sample(x, -(-x.numel() // _SAMPLE_ELEMENTS))
+            if isinstance(x, torch.Tensor) and x.numel() > _SAMPLE_ELEMENTS else x for x in outputs]
+
+
 def _all_close(a: list[Any], b: list[Any]) -> bool:
-    """Equal within the ``kernelbench`` tolerance of each tensor's dtype (atol = rtol)."""
+    """Equal within the ``kernelbench`` tolerance of each tensor's dtype (atol = rtol); where ``b`` holds a
+    :class:`_Sampled` tensor, on the same sample of ``a``'s."""
     import torch
 
     from tritonsmith.evaluator._compare import kernelbench_tolerance
@@ -429,6 +465,10 @@ def _all_close(a: list[Any], b: list[Any]) -> bool:
     if len(a) != len(b):
         return False
     for x, y in zip(a, b, strict=True):
+        if isinstance(y, _Sampled):
+            if not isinstance(x, torch.Tensor) or (tuple(x.shape), x.dtype) != (y.shape, y.dtype):
+                return False
+            x, y = _sample(x, y.step).values, y.values
         if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
             if x.shape != y.shape or x.dtype != y.dtype:
                 return False

@@ -93,6 +93,10 @@ def main(argv: list[str]) -> int:
     except CandidateFailure as exc:
         result = {"status": exc.status, "stage": exc.stage, "message": exc.message, "error": exc.detail,
                   "rule": exc.rule}
+    except Exception as exc:
+        if not _out_of_memory(exc):
+            raise
+        result = _memory_result(job, exc)
     job.stage("done")
     result.update(_environment(job.device))
     result["stage_seconds"] = {k: round(v, 3) for k, v in job.stage_seconds.items()}
@@ -101,6 +105,24 @@ def main(argv: list[str]) -> int:
     job.write(result, key)
     sys.stdout.flush()
     return 0
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(exc, torch.OutOfMemoryError)
+
+
+def _memory_result(job: Job, exc: BaseException) -> dict[str, Any]:
+    """The device ran out of memory outside the candidate's own calls (those report their errors as the
+    candidate's): the evaluator's copies of outputs and inputs did not fit beside the candidate's tensors."""
+    import traceback
+
+    tail = "".join(traceback.format_exception(exc)[-3:])[-1500:]
+    return {"status": "runtime_error", "stage": job.stage_name, "error": tail,
+            "message": (f"out of {job.device} memory in the evaluator's own checks during {job.stage_name} "
+                        "(its copies of the reference's and the candidate's outputs did not fit beside the "
+                        "candidate's tensors); the candidate was not judged: evaluate it on smaller inputs "
+                        "(--scale) or on a device with more memory")}
 
 
 def _environment(device: str) -> dict[str, Any]:
