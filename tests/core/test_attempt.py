@@ -55,3 +55,18 @@ def test_older_graph_records_load() -> None:
     pending = Attempt.from_dict({"iteration": 3, "source": "x = 1\n", "generator": "builtin", "note": "tiles",
                                  "variant": None, "error": None, "model_error": None, "model_error_fatal": False})
     assert not pending.judged and pending.result is None and pending.source == "x = 1\n"
+
+
+def test_a_failed_attempts_trail_keeps_the_end_of_its_error() -> None:
+    traceback = "\n".join([f"  frame {i}" for i in range(40)] + [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB"])
+    result = EvalResult(status=EvalStatus.CRASHED, message="the worker died (exit code 1 before reporting a result)",
+                        error=traceback, problem="p", device="cuda", device_name="NVIDIA H100", tolerance="kernelbench")
+    crashed = Attempt(iteration=1, generator="builtin", variant="default", status="crashed", result=result,
+                      message=result.message)
+    trail = crashed.trail()
+    assert trail["error"].endswith("Tried to allocate 8.00 GiB") and "frame 39" in trail["error"]
+    assert "frame 0\n" not in trail["error"] and len(trail["error"].splitlines()) == 12
+    assert Attempt.from_dict(trail).trail() == trail
+    broken = Attempt(iteration=2, generator="builtin", status="generator_error", error="Traceback\nKeyError: 'x'")
+    assert broken.trail()["error"] == "Traceback\nKeyError: 'x'"

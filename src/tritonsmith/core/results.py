@@ -249,6 +249,14 @@ GENERATOR_ERROR = "error"  # our generator failed (its traceback is kept in ``At
 _SUMMARY_FIELDS = ("iteration", "generator", "status", "message", "reward", "reward_basis", "speedup", "source",
                    "note", "variant", "torch_ops", "error")
 _TRAIL_MESSAGE = 300
+_TRAIL_ERROR_LINES = 12
+_TRAIL_ERROR_CHARS = 1500
+
+
+def _tail(text: str) -> str:
+    """The last lines of an error text (where a traceback names what went wrong), at most a bounded size."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return "\n".join(lines[-_TRAIL_ERROR_LINES:])[-_TRAIL_ERROR_CHARS:]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -302,10 +310,16 @@ class Attempt:
         return to_jsonable({name: getattr(self, name) for name in _SUMMARY_FIELDS})
 
     def trail(self) -> dict[str, Any]:
-        """One attempt as a suite's results.jsonl row keeps it: what was tried and what the evaluator said."""
-        return {"iteration": self.iteration, "generator": self.generator, "variant": self.variant,
-                "status": self.status, "speedup_vs_compile": self.speedup, "reward": round(self.reward, 4),
-                "message": self.message[:_TRAIL_MESSAGE]}
+        """One attempt as a suite's results.jsonl row keeps it: what was tried and what the evaluator said,
+        and, for a failed one, the end of its error text (a traceback, a compiler's or a dead worker's output:
+        "the worker died" alone does not say why)."""
+        row = {"iteration": self.iteration, "generator": self.generator, "variant": self.variant,
+               "status": self.status, "speedup_vs_compile": self.speedup, "reward": round(self.reward, 4),
+               "message": self.message[:_TRAIL_MESSAGE]}
+        error = self.error or (self.result.error if self.result is not None else None)
+        if error and self.reward <= 0.0:
+            row["error"] = _tail(error)
+        return row
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Attempt:
