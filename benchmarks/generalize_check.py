@@ -1,6 +1,7 @@
 """Do the verified kernels of a suite run survive new shapes? The evaluator's ``generalize`` check over a run.
 
     python benchmarks/generalize_check.py RUN_DIR KERNELBENCH_DIR [--device cuda] [--scale] [--timeout 300]
+        [--out DIR [--resume]]
 
 For every ``correct`` record of RUN_DIR/results.jsonl, its kernel (RUN_DIR/kernels/KEY.py) is evaluated again
 against KERNELBENCH_DIR/level{L}/{problem}.py with ``generalize=True`` (correctness only, no timing): the
@@ -19,17 +20,23 @@ import platform
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 
-def check_run(run_dir: Path, kb: Path, device: str, scale: bool, timeout: float) -> list[dict[str, Any]]:
+def check_run(run_dir: Path, kb: Path, device: str, scale: bool, timeout: float, *,
+              rows: list[dict[str, Any]] | None = None,
+              on_row: Callable[[list[dict[str, Any]]], None] = lambda rows: None) -> list[dict[str, Any]]:
+    """Check every verified kernel of the run not already in ``rows`` (a resumed check); ``on_row`` sees the
+    rows after each one (a check cut by a time limit keeps what it finished)."""
     from tritonsmith.core.problem import ProblemError
     from tritonsmith.suite.results import RunStore
     from tritonsmith.evaluator._evaluate import evaluate
 
-    rows = []
+    rows = list(rows or [])
+    done = {r["problem"] for r in rows}
     for rec in RunStore(run_dir).records():
-        if not rec.ok or not rec.candidate_file:
+        if not rec.ok or not rec.candidate_file or f"level{rec.level}/{rec.problem}" in done:
             continue
         ref = kb / f"level{rec.level}" / f"{rec.problem}.py"
         row: dict[str, Any] = {"problem": f"level{rec.level}/{rec.problem}"}
@@ -43,6 +50,7 @@ def check_run(run_dir: Path, kb: Path, device: str, scale: bool, timeout: float)
                        note=(result.generalize_note or result.message)[:300])
         rows.append(row)
         print(f"{row['problem'][:48]:48s} {row['generalizes']:12s} {row['note'][:140]}", flush=True)
+        on_row(rows)
     return rows
 
 
@@ -65,15 +73,23 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--scale", action="store_true")
     ap.add_argument("--timeout", type=float, default=300.0)
-    ap.add_argument("--out", type=Path)
+    ap.add_argument("--out", type=Path, help="write generalize.json and generalize.md here, after every kernel")
+    ap.add_argument("--resume", action="store_true", help="keep the rows of --out/generalize.json, check the rest")
     args = ap.parse_args()
-    rows = check_run(args.run_dir, args.kernelbench, args.device, args.scale, args.timeout)
-    text = markdown(rows, "python benchmarks/generalize_check.py " + " ".join(sys.argv[1:]))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "generalize.json").write_text(json.dumps(rows, indent=1))
-        (args.out / "generalize.md").write_text(text)
-    print(text)
+    command = "python benchmarks/generalize_check.py " + " ".join(sys.argv[1:])
+    previous = json.loads((args.out / "generalize.json").read_text()) \
+        if args.resume and args.out and (args.out / "generalize.json").exists() else []
+
+    def save(rows: list[dict[str, Any]]) -> None:
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "generalize.json").write_text(json.dumps(rows, indent=1))
+            (args.out / "generalize.md").write_text(markdown(rows, command))
+
+    rows = check_run(args.run_dir, args.kernelbench, args.device, args.scale, args.timeout, rows=previous,
+                     on_row=save)
+    save(rows)
+    print(markdown(rows, command))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@
 #   mainjob    the README's main command on the GPU, then one cold `tritonsmith profile` -> mainjob/, mainjob.log
 #   honest     every honest kernel we have through the evaluator (issue 17) -> evaluator_honest.{json,md}
 #   shortk     speedup spread of short kernels over 3 evaluations (issue 17) -> short_kernels.{json,md}
-#   generalize the unseen-shape check of a run's verified kernels ($GEN_RUN, default .runs/suite) -> generalize/
+#   generalize the unseen-shape check of a run's verified kernels ($GEN_RUN, default .runs/suite; GEN_ARGS=--resume
+#              goes on from what an earlier call on the same machine finished) -> generalize/
 #   convtriton the Triton convolutions vs cuDNN and torch.compile, dev level 1 (issue 19) -> conv_triton.{json,log}
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
@@ -112,7 +113,7 @@ for phase in "$@"; do
         2>&1 | grep -v Warning | tail -16 ;;
     generalize)
       tmo "${GEN_S:-500}" python3 benchmarks/generalize_check.py "${GEN_RUN:-$PWD/.runs/suite}" .kb --device cuda \
-        --out "$OUT/generalize" 2>&1 | tail -40 ;;
+        --out "$OUT/generalize" ${GEN_ARGS:-} 2>&1 | tail -40 ;;
     convtriton)
       # shellcheck disable=SC2086
       tmo "${CONVT_S:-290}" python3 benchmarks/conv_triton_gpu.py .kb --json "$OUT/conv_triton.json" ${CONVT_ARGS:-} \
