@@ -7,7 +7,7 @@ from pathlib import Path
 from memhelp import PROBLEMS, make_record
 
 from tritonsmith.core.problem import Problem
-from tritonsmith.memory import InMemoryKernelMemory, KernelMemory, RecordKind, SearchFilters
+from tritonsmith.memory import InMemoryKernelMemory, KernelMemory, KernelRecord, RecordKind, SearchFilters, record_id
 
 
 def test_add_get_and_dedup(memory: KernelMemory) -> None:
@@ -115,3 +115,28 @@ def test_import_rejects_garbage(memory: KernelMemory, tmp_path: Path) -> None:
         assert "bad.jsonl:1" in str(exc)
     else:
         raise AssertionError("an invalid export was accepted")
+
+
+def _builtin(name: str, variant_key: str, speedup: float | None, device_name: str = "NVIDIA H100 80GB HBM3",
+             generator: str = "builtin") -> KernelRecord:
+    import dataclasses
+
+    rec = make_record(name, variant=len(variant_key), speedup=speedup, device_name=device_name, generator=generator)
+    source = f'"""Triton kernels for {name}.\n\nVariant: {variant_key} (why it was tried)\n"""\n' + rec.kernel_source
+    ev = dataclasses.replace(rec.evaluation, speedup_vs_compile=speedup)
+    return dataclasses.replace(rec, id=record_id(rec.problem_source, source), kernel_source=source, evaluation=ev)
+
+
+def test_tuned_variants_are_this_problems_measured_builtin_variants_fastest_first(memory: KernelMemory) -> None:
+    memory.add_many([_builtin("gemm_gelu", "default", 0.91), _builtin("gemm_gelu", "mm-128x128", 1.37),
+                     _builtin("gemm_gelu", "mm-aligned+ieee", 1.02),
+                     _builtin("gemm_gelu", "mm-64x64", 2.5, device_name="NVIDIA A100-SXM4-80GB"),  # another GPU class
+                     _builtin("gemm_gelu", "mm-split", 3.0, generator="llm"),  # not the built-in generator's
+                     _builtin("gemm_gelu", "mm-cpu", None, device_name="CPU (Triton interpreter)"),  # never timed
+                     _builtin("softmax", "row-wide", 1.8)])  # another problem
+    gemm = PROBLEMS["gemm_gelu"]
+    assert memory.tuned_variants(gemm, "NVIDIA H100 PCIe") == ["mm-128x128", "mm-aligned+ieee", "default"]
+    assert memory.tuned_variants(gemm, "NVIDIA A100 80GB PCIe") == ["mm-64x64"]
+    assert memory.tuned_variants(gemm, "CPU (Triton interpreter)") == []
+    # the same problem at other shapes is another problem: its tuning does not carry over
+    assert memory.tuned_variants(gemm.replace("torch.randn(33, 65)", "torch.randn(35, 65)"), "NVIDIA H100") == []

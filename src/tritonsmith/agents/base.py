@@ -28,6 +28,9 @@ class GenerationRequest:
     # the evaluator runs ``problem.scaled()`` (``--scale``): a generator that writes for the reference's
     # shapes (the built-in one) writes for those
     scale: bool = False
+    # variants of the built-in generator measured fastest for exactly this problem on this device (the kernel
+    # memory's per-shape tuning cache, fastest first): it tries them before its own order
+    tuned_variants: Sequence[str] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

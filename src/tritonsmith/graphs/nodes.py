@@ -23,6 +23,7 @@ from tritonsmith.graphs import routing
 from tritonsmith.graphs._analysis import analyze_problem, explain_failure
 from tritonsmith.graphs._resolve import GraphDeps
 from tritonsmith.graphs.reward import reward_for
+from tritonsmith.tools.ports import VariantCache
 from tritonsmith.graphs.state import (
     GENERATOR_ERROR,
     MODEL_ERROR,
@@ -101,8 +102,11 @@ class KernelNodes:
         device_name = _cuda_name() if _device(state) == "cuda" else None
         hits = store.similar(problem, k=3, device_name=device_name)
         examples = [f"# {h.problem_name} ({h.reason})\n{h.source.strip()}\n" for h in hits]
-        _emit(runtime, event="retrieved", count=len(examples), problems=[h.problem_name for h in hits])
-        return {"examples": examples}
+        tuned = store.tuned_variants(problem, device_name=device_name) \
+            if device_name and isinstance(store, VariantCache) else []
+        _emit(runtime, event="retrieved", count=len(examples), problems=[h.problem_name for h in hits],
+              tuned_variants=tuned)
+        return {"examples": examples, "tuned_variants": tuned}
 
     # -- generate -------------------------------------------------------------------------------
     def generate(self, state: KernelState, runtime: Runtime[KernelContext]) -> dict[str, Any]:
@@ -121,6 +125,7 @@ class KernelNodes:
             history=[Attempt.from_dict(a) for a in attempts if a["status"] != MODEL_ERROR],
             examples=tuple(state.get("examples", ())), analysis=state.get("analysis", ""), device=_device(state),
             start_from=start, policy=settings.policy, scale=settings.scale,
+            tuned_variants=tuple(state.get("tuned_variants", ())),
             iterations_left=max(0, settings.iterations - routing.generated_count(attempts) - 1))
         log.info("iteration %d: asking the %s generator", iteration, generator.name)
         candidate = _generate_safely(generator, request)

@@ -127,6 +127,7 @@ class KernelState(TypedDict, total=False):
     analysis: str
     facts: dict[str, Any]
     examples: list[str]
+    tuned_variants: list[str]  # the memory's per-shape tuning cache for the built-in generator (retrieve)
     pending: AttemptRecord | None
     exhausted: bool
     attempts: Annotated[list[AttemptRecord], merge_attempts]

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import logging
 import math
+import re
 import threading
 from abc import ABC, abstractmethod
 from collections import Counter
@@ -23,6 +24,9 @@ from tritonsmith.memory._dominant import dominant_class, op_affinity
 from tritonsmith.memory._embed import embed, short_name
 from tritonsmith.memory._record import KernelRecord, ProblemSignature, RecordKind, device_class
 from tritonsmith.memory._signature import problem_key, problem_signature, retrieval_text
+
+# the built-in generator's module header names its variant: "Variant: mm-128x128 (why ...)"
+_VARIANT_LINE = re.compile(r"^Variant: ([\w.+-]+)", re.MULTILINE)
 
 __all__ = ["AddResult", "InMemoryKernelMemory", "KernelMemory", "MemoryStats", "SearchFilters", "SearchHit"]
 
@@ -189,6 +193,18 @@ class KernelMemory(ABC):
         recs = self._scan(filters or SearchFilters(), None)
         recs.sort(key=lambda r: r.created_at, reverse=True)
         return recs[:limit] if limit is not None else recs
+
+    def tuned_variants(self, problem_source: str, device_name: str) -> list[str]:
+        """The built-in generator's variants (``Variant:`` in a kernel's header) that were verified and timed for
+        exactly this problem (same normalized source, so the same shapes) on ``device_name``'s class, fastest
+        against torch.compile first: a per-shape tuning cache, so a second run of a shape starts from the
+        configuration the first one measured best instead of searching again."""
+        found = self.list(SearchFilters(kind=RecordKind.SUCCESS, problem_key=problem_key(problem_source),
+                                        device_class=device_class(device_name), generator="builtin",
+                                        measured_only=True))
+        found.sort(key=lambda r: r.evaluation.speedup_vs_compile or r.evaluation.speedup_vs_eager or 0.0, reverse=True)
+        keys = (_VARIANT_LINE.search(r.kernel_source) for r in found)
+        return list(dict.fromkeys(m.group(1) for m in keys if m))
 
     def delete(self, ids: Sequence[str]) -> int:
         with self._write():

@@ -20,6 +20,7 @@ __all__ = [
     "KernelStore",
     "MemoryStore",
     "RetrievedKernel",
+    "VariantCache",
     "as_store",
     "default_evaluator",
     "default_profiler",
@@ -65,8 +66,17 @@ class KernelStore(Protocol):
                  generator: str) -> str | None: ...
 
 
+@runtime_checkable
+class VariantCache(Protocol):
+    """Optional beside :class:`KernelStore`: the built-in generator's variants measured fastest for exactly
+    this problem on this device (a per-shape tuning cache); the generator tries them first."""
+
+    def tuned_variants(self, problem: Problem, *, device_name: str) -> list[str]: ...
+
+
 class MemoryStore:
-    """:class:`KernelStore` over ``tritonsmith.memory.KernelMemory`` (Chroma or in-memory)."""
+    """:class:`KernelStore` (and :class:`VariantCache`) over ``tritonsmith.memory.KernelMemory`` (Chroma or
+    in-memory)."""
 
     def __init__(self, memory: Any) -> None:
         self.memory = memory
@@ -86,6 +96,9 @@ class MemoryStore:
 
         found = search_kernels(query, k=k, memory=self.memory)
         return [_example(ex) for ex in found.examples]
+
+    def tuned_variants(self, problem: Problem, *, device_name: str) -> list[str]:
+        return list(self.memory.tuned_variants(problem.source, device_name))
 
     def remember(self, problem: Problem, source: str, result: EvalResult, *, iteration: int,
                  generator: str) -> str | None:

@@ -56,7 +56,9 @@ row, matmul, window, scan, conv.
 
 Refinement reads the evaluator's verdicts in ``request.history`` and tries the next variant (block
 sizes, warps, stages, one-pass vs multi-pass rows, split vs unsplit rows, split-K, 3xTF32 vs tf32x3 vs
-ieee dot precision, outputs per window program, scan block sizes). When nothing can be
+ieee dot precision, outputs per window program, scan block sizes). Variants the kernel memory measured
+fastest for exactly this problem on this GPU class (``request.tuned_variants``: a per-shape tuning cache)
+are tried first. When nothing can be
 written it says so (``source=None``, ``exhausted=True``) instead of emitting a torch wrapper.
 """
 
@@ -64,6 +66,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +77,7 @@ if TYPE_CHECKING:
     from tritonsmith.agents.builtin._trace import Exported
 from tritonsmith.core.problem import Problem
 
-__all__ = ["BuiltinGenerator", "PlanSummary", "summarize"]
+__all__ = ["BuiltinGenerator", "PlanSummary", "menu_for", "summarize", "tuned_first"]
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +147,15 @@ def menu_for(problem: Problem, exported: Exported | None, other: Exported | str 
                                 f" ({first.key}: {first.why})", {**first.options, "no_rewrites": True},
                                 first.overrides))
     return menu, list(plan.torch_ops)
+
+
+def tuned_first(menu: list[Any], tuned: Sequence[str]) -> list[Any]:
+    """``menu`` with the variants the kernel memory measured fastest for this exact problem (``tuned``, fastest
+    first; a ``+ieee`` form counts as its base variant) moved to the front: a shape tuned once is not searched
+    again. Variants the menu no longer has are ignored (the generator changed since)."""
+    order = [t.removesuffix("+ieee") for t in tuned]
+    rank = {key: i for i, key in reversed(list(enumerate(order)))}
+    return sorted(menu, key=lambda v: rank.get(v.key, len(order)))
 
 
 def variant_label(variant: Any, traced: Any) -> str:
@@ -245,7 +257,7 @@ class BuiltinGenerator:
         history = list(request.history)
         unwritable: list[str] = []  # why variants of this call could not be written
         while True:
-            variant = choose_variant(state.menu, history)
+            variant = choose_variant(tuned_first(state.menu, request.tuned_variants), history)
             if variant is None:
                 from tritonsmith.agents.builtin._hints import NEAR_PEAK_NOTE, profile_hints
 
