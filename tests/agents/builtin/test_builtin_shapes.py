@@ -173,7 +173,7 @@ def test_static_shapes_variant_comes_last_and_specialises_every_size() -> None:
 
 
 @pytest.mark.parametrize(("name", "forward", "inputs", "why"), [
-    ("contraction_over_batch", "x):\n        return x.t() @ x", "[torch.randn(6, 5)]", "only the first dimension"),
+    ("transposed_batch", "x):\n        return x.t() * 2.0", "[torch.randn(6, 5)]", "dimension 1 follows the leading"),
     ("unbiased_var_over_batch", "x):\n        return torch.var(x, dim=0)", "[torch.randn(6, 5)]",
      "not in proportion"),
     ("baked_batch", "x):\n        return x.view(6, -1) * 2.0", "[torch.randn(6, 5, 3)]", "does not accept"),
@@ -182,8 +182,8 @@ def test_static_shapes_variant_comes_last_and_specialises_every_size() -> None:
 ])
 def test_kernels_stay_specialised_where_the_leading_size_cannot_change(name: str, forward: str, inputs: str,
                                                                         why: str) -> None:
-    """A contraction, an unbiased variance or a scan over the batch, a reference that bakes its batch size in,
-    a leading size of 1:
+    """A pointwise op on a transposed batch (only matmuls index a moved leading size), an unbiased variance
+    or a scan over the batch, a reference that bakes its batch size in, a leading size of 1:
     the kernels keep every size fixed, the note says why, and no static-shapes variant repeats them."""
     problem = _problem(name, "", forward, inputs)
     cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))

@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 '''
 
+_STATIC = "Kernels were generated for the reference's shapes; the launchers check them."
 # Shape-generic modules (``Plan.lead``): the launchers read the leading size from their inputs.
 _GENERIC = "Kernels take the leading (batch) dimension at run time; the launchers check every other size."
 
@@ -101,8 +102,10 @@ def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfg
                   f"{', '.join(plan.torch_ops)}; the elementwise work after them is fused into Triton.\n")
     header = _HEADER.format(name=problem_name, variant=variant, hybrid=hybrid)
     if plan.lead is not None:
-        header = header.replace("Kernels were generated for the reference's shapes; the launchers check them.",
-                                _GENERIC)
+        header = header.replace(_STATIC, _GENERIC)
+    elif plan.static_reason:  # a user reading the module learns why no other batch size is taken
+        header = header.replace(_STATIC, f"{_STATIC[:-1]}: the leading (batch) dimension cannot change at run "
+                                         f"time here ({_header_text(plan.static_reason)}).")
     parts = [header, _EXPECT_GENERIC if plan.lead is not None else _EXPECT]
     parts += ["\n\n" + HELPERS[h] for h in helpers]
     if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):  # conv-cl, net-cl
@@ -117,6 +120,11 @@ def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfg
         parts += ["\n\n" + k.kernel, "\n\n" + k.launcher]
     parts.append("\n\n" + _model_class(source, traced, plan, kernels))
     return "".join(parts)
+
+
+def _header_text(reason: str) -> str:
+    """``reason`` as text inside the module's docstring: one line, with no backslash or quotes that end it."""
+    return " ".join(reason.replace("\\", "/").replace('"', "'").split())
 
 
 def _canonical(k: KernelSource) -> str:
@@ -313,6 +321,9 @@ def _view_shape(a: Node, plan: Plan) -> str:
     lead = plan.lead
     if lead is None or not lead.batched(a):
         return str(tuple(a.shape))
+    d = lead.dim(a)
     if a.attrs["how"] == "expand" and not (lead.batched(a.args[0]) and a.args[0].shape[0] == a.shape[0]):
         raise NotGeneric(f"the forward expands a value to the leading size ({list(a.shape)})")
-    return str((-1, *a.shape[1:]))
+    if a.attrs["how"] == "expand" and d:
+        raise NotGeneric(f"the forward expands a value whose dimension {d} follows the leading size")
+    return str(tuple(-1 if i == d else v for i, v in enumerate(a.shape)))

@@ -72,6 +72,21 @@ def _gelu_tanh(x):
 }
 
 
+def _rows_at_run_time(name: str) -> str:
+    """Staging helper ``name`` with its row count ``R`` and padded row count ``RP`` as run-time arguments (the
+    first after the pointers): a shape-generic matmul whose M follows the leading size stages A with it."""
+    text = HELPERS[name]
+    sig = f"def {name}(x_ptr, out_ptr, "
+    fixed = "R: tl.constexpr, C: tl.constexpr, RP: tl.constexpr, CP: tl.constexpr"
+    assert sig in text and fixed in text
+    rows = name.replace("_kernel", "_rows_kernel")
+    return text.replace(sig, f"def {rows}(x_ptr, out_ptr, R, RP, ").replace(fixed, "C: tl.constexpr, CP: tl.constexpr")
+
+
+HELPERS["_pad_copy_rows_kernel"] = _rows_at_run_time("_pad_copy_kernel")
+HELPERS["_tf32_split_rows_kernel"] = _rows_at_run_time("_tf32_split_kernel")
+
+
 def literal(v: Any, as_float: bool) -> str:
     if isinstance(v, bool):
         return "1" if v else "0"

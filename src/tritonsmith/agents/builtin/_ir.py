@@ -150,8 +150,8 @@ class Lead:
     """The leading (batch-like) size as a run-time value of the kernels (``_shapes.generic_lead``).
 
     ``ref`` is the reference's leading size; ``scale[node id] = c`` for every value whose first dimension
-    is ``c * lead`` at any leading size ``lead`` (its other dimensions, strides and offset never change).
-    Values not in ``scale`` have the same shape at every leading size.
+    (or dimension ``axis[node id]``) is ``c * lead`` at any leading size ``lead`` (its other dimensions,
+    strides and offset never change). Values not in ``scale`` have the same shape at every leading size.
     """
 
     ref: int
@@ -159,9 +159,16 @@ class Lead:
     # (node id, argument position) -> (k, p): a scalar argument worth ``k * lead ** p`` (p = 1 or -1): the
     # count of a mean or variance over the batch (``sum / N``, ``sum * (1 / N)``)
     scalars: dict[tuple[int, int], tuple[float, int]] = field(default_factory=dict)
+    # node id -> the dimension that follows the leading size, where it is not the first: views that move it
+    # (``A.T``, split-K's ``[S, M, K / S]``, einsum's ``[1, b * i * j, l]``) and what matmuls make of them
+    axis: dict[int, int] = field(default_factory=dict)
 
     def batched(self, n: Node) -> bool:
         return n.id in self.scale
+
+    def dim(self, n: Node) -> int:
+        """The dimension of batched ``n`` that follows the leading size (0 unless a view moved it)."""
+        return self.axis.get(n.id, 0)
 
     def scalar(self, node: Node, pos: int) -> str | None:
         """Kernel text of ``node``'s scalar argument ``pos`` where it follows the leading size, else None."""

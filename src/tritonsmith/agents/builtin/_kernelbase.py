@@ -12,11 +12,13 @@ __all__ = ["KernelSource", "KernelWriter", "WindowDim", "channel_fastest_lines",
            "fill_expr", "next_pow2", "row_index_lines", "tuple_text"]
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from tritonsmith.agents.builtin._convcl import CL_FORMAT, channels_last_strides
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
-from tritonsmith.agents.builtin._ir import REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, is_fill, numel
+from tritonsmith.agents.builtin._ir import (REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, contiguous_strides,
+                                           is_fill, numel)
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout, resolve_base
 
 _IDX64_AT = (1 << 31) - (1 << 24)
@@ -67,10 +69,25 @@ class KernelWriter:
         return "lead" if c == 1 else f"lead * {c}"
 
     def shape_text(self, n: Node) -> str:
-        """``n``'s shape as launcher text (its first dimension ``lead * c`` where it follows the leading size)."""
+        """``n``'s shape as launcher text (its first dimension, or the one ``Lead.axis`` names, ``lead * c``
+        where it follows the leading size)."""
         if self.lead is None or not self.lead.batched(n):
             return str(tuple(n.shape))
-        return tuple_text([self.size(n.shape[0]), *map(str, n.shape[1:])])
+        d = self.lead.dim(n)
+        return tuple_text([self.size(v) if i == d else str(v) for i, v in enumerate(n.shape)])
+
+    def strides_text(self, n: Node) -> str:
+        """The strides of base tensor ``n`` as launcher text: where a dimension after the first follows the
+        leading size (split-K's partial products ``[S, lead, N]``), the strides of the dimensions before it
+        hold that size too; they are written for a contiguous tensor only."""
+        strides = tuple(layout(n, self.plan.owner)[1])
+        d = self.lead.dim(n) if self.lead is not None and self.lead.batched(n) else 0
+        if not d:
+            return str(strides)
+        if strides != contiguous_strides(n.shape):
+            raise NotGeneric(f"{self.name} reads {describe_external(n)}, whose dimension {d} follows the leading "
+                             f"size, through strides {strides}")
+        return tuple_text([self.size(st) if i < d else str(st) for i, st in enumerate(strides)])
 
     def base_ptr(self, base: Node) -> str:
         if base.id not in self.ptr:
@@ -235,7 +252,7 @@ class KernelWriter:
             lines.append(self._lead_line(args))
             lines += [f"    {k} = {v}" for k, v in (values or {}).items()]
         for a, b in zip(args, self.bases, strict=True):
-            lines.append(f"    _expect({a}, {self.shape_text(b)}, {tuple(layout(b, self.plan.owner)[1])}, '{a}')")
+            lines.append(f"    _expect({a}, {self.shape_text(b)}, {self.strides_text(b)}, '{a}')")
         dev = f"{args[0]}.device" if args else "device"
         outs = []
         for i, o in enumerate(self.g.outputs):
@@ -268,8 +285,10 @@ class KernelWriter:
         sized = [n for n in [*self.g.nodes, *self.bases, *self.g.outputs] if lead.batched(n)]
         per = max(lead.per_lead(numel(n.shape)) for n in sized)
         limit = ((1 << 62) if self.idx64 else _IDX64_AT - 1) // per
-        c = lead.scale[self.bases[src].id]
-        return f"    lead = _lead({args[src]}, {c}, {limit}, '{args[src]}')  # the leading size of this call"
+        c, d = lead.scale[self.bases[src].id], lead.dim(self.bases[src])
+        # _lead reads the first dimension: a tensor whose size follows elsewhere is read through a moved view
+        t = f"{args[src]}.movedim({d}, 0)" if d else args[src]
+        return f"    lead = _lead({t}, {c}, {limit}, '{args[src]}')  # the leading size of this call"
 
 
 def tuple_text(items: list[str]) -> str:
@@ -301,9 +320,10 @@ def describe_external(a: Node) -> str:
 
 
 # -- shared by row and scan kernels ------------------------------------------------------------
-def row_index_lines(g: Group, i64: bool, rows: str | None = None) -> tuple[list[str], str]:
+def row_index_lines(g: Group, i64: bool, rows: str | None = None,
+                    stride: Callable[[int], str] = str) -> tuple[list[str], str]:
     """Lines computing the kept part of the row-major index, and the expression of the reduced part;
-    ``rows``: the number of rows as kernel text (default: the literal)."""
+    ``rows``: the number of rows as kernel text (default: the literal); ``stride``: a run's stride as text."""
     dom = g.domain
     assert dom is not None
 
@@ -311,10 +331,10 @@ def row_index_lines(g: Group, i64: bool, rows: str | None = None) -> tuple[list[
         if not runs:
             return "0"
         if len(runs) == 1:
-            return var if runs[0][1] == 1 else f"{var} * {runs[0][1]}"
+            return var if runs[0][1] == 1 else f"{var} * {stride(runs[0][1])}"
         (_, s0), (n1, s1) = runs
-        inner = f"({var} % {n1})" + ("" if s1 == 1 else f" * {s1}")
-        return f"({var} // {n1}) * {s0} + {inner}"
+        inner = f"({var} % {n1})" + ("" if s1 == 1 else f" * {stride(s1)}")
+        return f"({var} // {n1}) * {stride(s0)} + {inner}"
 
     pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
     lines = [f"k = {pid} * BLOCK_K + tl.arange(0, BLOCK_K)[:, None]",

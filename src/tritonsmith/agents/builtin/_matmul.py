@@ -18,7 +18,7 @@ from tritonsmith.agents.builtin._exprs import broadcast_strides
 from tritonsmith.agents.builtin._ir import Node
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
-from tritonsmith.agents.builtin._shapes import NotGeneric
+from tritonsmith.agents.builtin._shapes import NotGeneric, mm_roles
 
 _SWIZZLE = """    pid = tl.program_id(0)
     bid = tl.program_id(1){i64}
@@ -79,31 +79,37 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     head = _SWIZZLE.format(i64=i64)
     kp = -(-s.k // bk) * bk
     pad = bool(cfg.get("pad")) and prec != "3xtf32"
-    batched = w.lead is not None and w.lead.batched(mm)
-    m_text = w.size(s.m, batched and len(mm.shape) == 2)  # a linear layer: M is the batch (times a size)
-    b_text = w.size(s.bsz, batched and len(mm.shape) == 3)  # a batched matmul: the batch is the leading size
-    if (pad or prec == "3xtf32") and m_text != str(s.m):
-        raise NotGeneric("the staging kernels of zero-padded or tf32 hi/lo operands take M as a compile-time size")
+    # shape-generic: which size follows the leading one (a linear layer's M, a batched matmul's batch, the
+    # contracted K of ``A.T @ B``, ...); the others stay literals
+    role = mm_roles(mm, w.lead) if w.lead is not None else ""
+    m_text, n_text, k_text = w.size(s.m, role == "m"), w.size(s.n, role == "n"), w.size(s.k, role == "k")
+    b_text = w.size(s.bsz, role == "batch")
+    if (pad or prec == "3xtf32") and role in ("n", "k"):
+        raise NotGeneric(f"the staging kernels of zero-padded or tf32 hi/lo operands take {role.upper()} as a "
+                         "compile-time size")
+    # the staged operands' padded row count: a literal, or computed from M in the kernel when M follows
+    mp_text = str(_staged_dims(s, bm, bn, kp)[0]) if role != "m" else "(tl.cdiv(M, BLOCK_M) * BLOCK_M)"
     if prec == "3xtf32":
-        loop, extra = _split3_loop(s, bm, bn, kp), ("wa_ptr", "wb_ptr")
+        loop, extra = _split3_loop(s, (bm, bn, kp), mp_text), ("wa_ptr", "wb_ptr")
         what = ("3xTF32: operands pre-split into tf32 hi + lo parts (zero-padded, aligned); C = A_hi B_lo + "
                 "A_lo B_hi + A_hi B_hi as one tf32 tensor-core dot over K' = 3 K, fp32 accumulation")
     elif pad:
-        loop, extra = _padded_loop(s, bm, bn, kp, _zero_tiles(mm, str(kp))), ("wa_ptr", "wb_ptr")
+        loop, extra = _padded_loop(s, (bm, bn, kp), mp_text, _zero_tiles(mm, str(kp))), ("wa_ptr", "wb_ptr")
         what = "fp32 accumulation, operands first copied into zero-padded buffers with aligned rows"
     else:
-        loop, extra, what = _direct_loop(s, ap, bp, bk, _zero_tiles(mm, "K")), (), "fp32 accumulation"
+        loop = _direct_loop(s, ap, bp, bk, _zero_tiles(mm, "K"), k_masked=role == "k")
+        extra, what = (), "fp32 accumulation"
     if mm.attrs.get("tri") and prec != "3xtf32":
         what += f"; only the {mm.attrs['tri'][0]} triangle is kept: tiles wholly outside it skip the K loop"
     title = f"C[b] = A[b] @ B[b] ({s.bsz} x {s.m}x{s.k} @ {s.k}x{s.n}, {what}) with the elementwise chain fused after it."
     src = (f"@triton.jit\ndef {name}_kernel("
            f"{w.signature(['BLOCK_M', 'BLOCK_N', 'BLOCK_K', 'GROUP_M', 'PRECISION'], extra)}):\n"
            f"{w.docstring(title)}\n"
-           f"    M, N, K = {m_text}, {s.n}, {s.k}\n" + head + loop +
+           f"    M, N, K = {m_text}, {n_text}, {k_text}\n" + head + loop +
            "    mask = (rm[:, None] < M) & (rn[None, :] < N)\n"
            "    lin = bid * (M * N) + rm[:, None] * N + rn[None, :]\n" + _tri_mask(mm) +
            f"    v{mm.id} = acc\n" + "".join(f"    {line}\n" for line in epi))
-    grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.n}, {bn}), {b_text})"
+    grid = f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({n_text}, {bn}), {b_text})"
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": int(cfg.get("GROUP_M", 8)),
             "PRECISION": "tf32" if prec == "3xtf32" else prec, "num_warps": int(cfg.get("num_warps", 8)),
             "num_stages": int(cfg.get("num_stages", 3))}
@@ -111,8 +117,10 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     if prec != "3xtf32" and not pad:
         return KernelSource(name, src, w.launcher(grid, meta, comment), w.bases, list(g.outputs), w.helpers)
     helper = "_pad_copy_kernel" if pad else "_tf32_split_kernel"
-    launcher = _staged_launcher(w, s, helper, (bm, bn, bk), b_text, (f"{name}_kernel", grid, meta), comment)
-    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers | {helper})
+    launcher = _staged_launcher(w, s, helper, (bm, bn, bk), (b_text, m_text), (f"{name}_kernel", grid, meta),
+                                comment)
+    helpers = {helper} | ({_ROWS_AT_RUN_TIME[helper]} if m_text != str(s.m) else set())
+    return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers | helpers)
 
 
 def _zero_tiles(mm: Node, full: str) -> tuple[str, str]:
@@ -140,10 +148,12 @@ def _tri_mask(mm: Node) -> str:
     return f"    acc = tl.where(rn[None, :] - rm[:, None] {op} {tri[1]}, acc, 0.0)  # torch.{fn}(C, {tri[1]})\n"
 
 
-def _direct_loop(s: MatmulShapes, ap: str, bp: str, bk: int, stop: tuple[str, str] = ("", "K")) -> str:
+def _direct_loop(s: MatmulShapes, ap: str, bp: str, bk: int, stop: tuple[str, str] = ("", "K"),
+                 k_masked: bool = False) -> str:
+    """The K loop on the operands in place; ``k_masked``: K is a run-time size (masks whatever it is)."""
     (sab, sam, sak), aoff = s.a[1], s.a[2]
     (sbb, sbk, sbn), boff = s.b[1], s.b[2]
-    kmask = s.k % bk != 0
+    kmask = s.k % bk != 0 or k_masked
     a_mask = "(rm[:, None] < M) & (rk[None, :] < K - k0)" if kmask else "rm[:, None] < M"
     b_mask = "(rk[:, None] < K - k0) & (rn[None, :] < N)" if kmask else "rn[None, :] < N"
     return f"""    a_ptrs = {ap} + {aoff} + bid * {sab} + rm[:, None] * {sam} + rk[None, :] * {sak}
@@ -165,9 +175,16 @@ def _staged_dims(s: MatmulShapes, bm: int, bn: int, kp: int) -> tuple[int, int, 
     return mp, np_, (s.bsz if s.a[1][0] else 1), (s.bsz if s.b[1][0] else 1)
 
 
-def _split3_loop(s: MatmulShapes, bm: int, bn: int, kp: int) -> str:
-    mp, np_, ba, bb = _staged_dims(s, bm, bn, kp)
-    sa = f"bid * {mp * 2 * kp} + " if ba > 1 else ""
+def _times(text: str, k: int) -> str:
+    """``text * k`` as kernel text: the product itself where ``text`` is a literal."""
+    return str(int(text) * k) if text.isdigit() else f"{text} * {k}"
+
+
+def _split3_loop(s: MatmulShapes, tiles: tuple[int, int, int], mp: str) -> str:
+    """The K' loop over the hi/lo scratch; ``mp``: its padded row count (a literal, or kernel text)."""
+    bm, bn, kp = tiles
+    _, np_, ba, bb = _staged_dims(s, bm, bn, kp)
+    sa = f"bid * {_times(mp, 2 * kp)} + " if ba > 1 else ""
     sb = f"bid * {2 * kp * np_} + " if bb > 1 else ""
     return f"""    # wa = [A_hi | A_lo] ({mp} x {2 * kp} per batch), wb = [B_hi; B_lo] ({2 * kp} x {np_}): padded, no masks.
     # K' walks three regions of {kp}: A_hi B_lo, A_lo B_hi, then A_hi B_hi (small products first).
@@ -185,10 +202,13 @@ def _split3_loop(s: MatmulShapes, bm: int, bn: int, kp: int) -> str:
 """
 
 
-def _padded_loop(s: MatmulShapes, bm: int, bn: int, kp: int, stop: tuple[str, str] | None = None) -> str:
+def _padded_loop(s: MatmulShapes, tiles: tuple[int, int, int], mp: str,
+                 stop: tuple[str, str] | None = None) -> str:
+    """The K loop over zero-padded scratch; ``mp``: its padded row count (a literal, or kernel text)."""
+    bm, bn, kp = tiles
     stop = stop or ("", str(kp))
-    mp, np_, ba, bb = _staged_dims(s, bm, bn, kp)
-    sa = f"bid * {mp * kp} + " if ba > 1 else ""
+    _, np_, ba, bb = _staged_dims(s, bm, bn, kp)
+    sa = f"bid * {_times(mp, kp)} + " if ba > 1 else ""
     sb = f"bid * {kp * np_} + " if bb > 1 else ""
     return f"""    # wa ({mp} x {kp} per batch) and wb ({kp} x {np_}): zero-padded copies whose rows start on 16-element
     # boundaries, so each tile moves in 16-byte pieces and no load needs a mask (the zeros add nothing)
@@ -205,30 +225,42 @@ def _padded_loop(s: MatmulShapes, bm: int, bn: int, kp: int, stop: tuple[str, st
 """
 
 
-def _staged_launcher(w: KernelWriter, s: MatmulShapes, helper: str, tiles: tuple[int, int, int], b_text: str,
-                     main: tuple[str, str, dict[str, Any]], comment: str) -> str:
+# the staging helpers with the row count R (and its padded RP) as run-time arguments: A's, when M follows
+# the leading size (the literal forms stay for every size fixed: one compile each, as measured)
+_ROWS_AT_RUN_TIME = {"_pad_copy_kernel": "_pad_copy_rows_kernel", "_tf32_split_kernel": "_tf32_split_rows_kernel"}
+
+
+def _staged_launcher(w: KernelWriter, s: MatmulShapes, helper: str, tiles: tuple[int, int, int],
+                     sizes: tuple[str, str], main: tuple[str, str, dict[str, Any]], comment: str) -> str:
     """Stage both operands into zero-padded scratch with ``helper`` (``_tf32_split_kernel``: hi/lo parts,
-    twice the width; ``_pad_copy_kernel``: a plain copy), then launch the matmul on the scratch. ``b_text``:
-    the batch as launcher text (a batched operand's scratch then holds as many batches as the call)."""
+    twice the width; ``_pad_copy_kernel``: a plain copy), then launch the matmul on the scratch. ``sizes``:
+    the batch and M as launcher text (a batched operand's scratch then holds as many batches as the call;
+    where M follows the leading size, A's scratch has as many padded rows as the call needs)."""
     bm, bn, bk = tiles
+    b_text, m_text = sizes
     kp = -(-s.k // bk) * bk
     mp, np_, ba_i, bb_i = _staged_dims(s, bm, bn, kp)
     ba = b_text if ba_i > 1 and b_text != str(s.bsz) else ba_i
     bb = b_text if bb_i > 1 and b_text != str(s.bsz) else bb_i
+    rows_rt = m_text != str(s.m)
+    mp_t = f"triton.cdiv({m_text}, {bm}) * {bm}" if rows_rt else str(mp)
     args = [f"a{w.bases.index(s.a[0])}", f"a{w.bases.index(s.b[0])}"]
     (sab, sam, sak), (sbb, sbk, sbn) = s.a[1], s.b[1]
     pre, parts = 64, 2 if helper == "_tf32_split_kernel" else 1
     split_a = {"ROWS": False} if parts == 2 else {}
     split_b = {"ROWS": True} if parts == 2 else {}
-    stage_a = {"OFF": s.a[2], "SB": sab, "SR": sam, "SC": sak, "R": s.m, "C": s.k, "RP": mp, "CP": kp, **split_a,
-               "BLOCK_R": pre, "BLOCK_C": pre}
+    rows_a: dict[str, int | str] = {} if rows_rt else {"R": s.m}
+    stage_a = {"OFF": s.a[2], "SB": sab, "SR": sam, "SC": sak, **rows_a, "C": s.k, **({} if rows_rt else {"RP": mp}),
+               "CP": kp, **split_a, "BLOCK_R": pre, "BLOCK_C": pre}
     stage_b = {"OFF": s.b[2], "SB": sbb, "SR": sbk, "SC": sbn, "R": s.k, "C": s.n, "RP": kp, "CP": np_, **split_b,
                "BLOCK_R": pre, "BLOCK_C": pre}
-    launches = [(helper, f"(triton.cdiv({mp}, {pre}), triton.cdiv({kp}, {pre}), {ba})", stage_a),
+    launches = [(_ROWS_AT_RUN_TIME[helper] if rows_rt else helper,
+                 f"(triton.cdiv({mp_t}, {pre}), triton.cdiv({kp}, {pre}), {ba})", stage_a),
                 (helper, f"(triton.cdiv({kp}, {pre}), triton.cdiv({np_}, {pre}), {bb})", stage_b),
                 main]
-    workspace = {"wa": ((ba, mp, parts * kp), "torch.float32"), "wb": ((bb, parts * kp, np_), "torch.float32")}
+    workspace = {"wa": ((ba, mp_t if rows_rt else mp, parts * kp), "torch.float32"),
+                 "wb": ((bb, parts * kp, np_), "torch.float32")}
     what = " Operands are split into tf32 hi/lo parts first." if parts == 2 else \
         " Operands are copied into aligned, zero-padded scratch first."
-    return w.launcher_multi(launches, comment + what, workspace, {0: [args[0], "wa"], 1: [args[1], "wb"]})
-
+    own_a = [args[0], "wa", m_text, mp_t] if rows_rt else [args[0], "wa"]
+    return w.launcher_multi(launches, comment + what, workspace, {0: own_a, 1: [args[1], "wb"]})

@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import PW, REDUCE, Node
+from tritonsmith.agents.builtin._ir import PW, REDUCE, Node, NotGeneric, contiguous_strides, numel
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, next_pow2, row_index_lines
-from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan
+from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan, layout
 
 __all__ = ["Pair", "find_pairs", "row_kernel", "split_plan"]
 
@@ -229,7 +229,8 @@ class _RowWriter:
         self.kept_cache: dict[Any, str] = {}
         # shape-generic: the rows' count, or (a reduction over the batch) their length, follows the leading size
         lead = self.w.lead is not None
-        self.long_rows = lead and 0 in self.dom.dims
+        self.axis = _lead_axis(plan, g) if lead else 0
+        self.long_rows = lead and self.axis in self.dom.dims
         self.rows = self.w.size(self.dom.k, lead and not self.long_rows)
         self.length = self.w.size(self.dom.r, self.long_rows)
 
@@ -273,12 +274,41 @@ class _RowWriter:
         inner += [w.store(o, FULL) for o in stores]
         return init + [f"for r0 in range(0, {span}, BLOCK_R):"] + [f"    {line}" for line in inner] + fin
 
+    def stride_text(self, stride: int) -> str:
+        """A row-major stride of the domain as kernel text: where the leading size is a later dimension
+        (split-K's partial products ``[S, lead, N]``), the strides of the dimensions before it hold it."""
+        if not self.axis or stride < numel(self.dom.shape[self.axis:]):
+            return str(stride)
+        return f"({self.w.size(stride)})"
+
     def kernel_text(self, kname: str, body: list[str], constexprs: list[str], extra: tuple[str, ...],
                     title: str, values: tuple[str, ...] = ()) -> str:
-        idx_lines, rpart = row_index_lines(self.g, self.w.idx64, self.rows)
+        idx_lines, rpart = row_index_lines(self.g, self.w.idx64, self.rows, self.stride_text)
         body = idx_lines + [line.replace("RPART", rpart) for line in body]
         return "\n".join([f"@triton.jit\ndef {kname}({self.w.signature(constexprs, extra, values)}):",
                           self.w.docstring(title)] + [f"    {line}" for line in body]) + "\n"
+
+
+def _lead_axis(plan: Plan, g: Group) -> int:
+    """The domain's dimension that follows the leading size (0 but for split-K's sum over its chunks, where
+    it is M in ``[S, M, N]``). Then every dimension before it is reduced (``_shapes``), and each full-rank
+    value read must be a contiguous tensor of the domain's shape (its offset is the row-major index), so
+    that only the reduced strides hold the leading size."""
+    lead, dom = plan.lead, g.domain
+    assert lead is not None and dom is not None
+    src = next((n.args[0] for n in g.nodes if n.kind == REDUCE and lead.batched(n.args[0])), None)
+    axis = lead.dim(src) if src is not None else 0
+    if not axis:
+        return 0
+    for n in g.nodes:
+        for a in n.node_args():
+            if g.has(a) or not (n.kind == REDUCE or g.rank.get(n.id) == FULL):
+                continue
+            _, strides, off = layout(a, plan.owner)
+            if tuple(a.shape) != tuple(dom.shape) or (tuple(strides), off) != (contiguous_strides(a.shape), 0):
+                raise NotGeneric(f"{g.nodes[0].op or g.kind} reads {list(a.shape)} over rows whose dimension {axis} "
+                                 "follows the leading size: only a contiguous tensor of the rows' shape is indexed")
+    return axis
 
 
 def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:

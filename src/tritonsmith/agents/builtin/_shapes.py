@@ -11,19 +11,22 @@ traces differently, or not at all, at the other size, and keeps shape-specialise
 
 A reduction over the leading dimension (batch statistics, a loss) is generic too: its rows are as long as
 the batch at run time, and the scalars that count them (a mean's ``sum / N``) are recorded in
-``Lead.scalars`` and written as ``lead * k``. Kept specialised (``NotGeneric``, with the reason in the
-candidate's note): a leading size of 1, any other value of fixed size computed from a batch-sized one (a
-contraction over the batch), a scan, concatenation or pooling window along the leading dimension, an
-``iota`` along it, a scalar that changes otherwise (an unbiased variance's ``N - 1``).
+``Lead.scalars`` and written as ``lead * k``. A view may move the leading size off the first dimension
+(``Lead.axis``: ``A.T``, split-K's ``[S, M, K / S]``, an einsum's ``[1, b * i * j, l]``); matmuls then take
+it as their M, N, batch or contracted K (``mm_roles``), and split-K's sum over its chunks as its row count.
+Kept specialised (``NotGeneric``, with the reason in the candidate's note and the module's header): a leading
+size of 1, any other value of fixed size computed from a batch-sized one (a contraction over the batch
+other than a matmul's K loop), a moved leading size reaching any other op, a scan, concatenation or pooling window along
+the leading dimension, an ``iota`` along it, a scalar that changes otherwise (an unbiased variance's ``N - 1``).
 """
 
 from __future__ import annotations
 
-__all__ = ["NotGeneric", "generic_lead", "other_lead"]
+__all__ = ["NotGeneric", "generic_lead", "mm_roles", "other_lead"]
 
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import MM, PW, REDUCE, SCAN, WINDOW, Graph, Lead, Node, NotGeneric
+from tritonsmith.agents.builtin._ir import MM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lead, Node, NotGeneric
 
 def other_lead(ref: int) -> int:
     """The second leading size traced: odd (so a size that must be even shows) and not ``ref``."""
@@ -41,6 +44,7 @@ def generic_lead(ref_graph: Graph, other_graph: Graph, ref: int, other: int) -> 
         raise NotGeneric(f"the reference's graph changes with the leading size ({len(ref_graph.nodes)} values at "
                          f"{ref}, {len(other_graph.nodes)} at {other})")
     scale: dict[int, int] = {}
+    axis: dict[int, int] = {}
     scalars: dict[tuple[int, int], tuple[float, int]] = {}
     for a, b in zip(ref_graph.nodes, other_graph.nodes, strict=True):
         why = _differs(a, b) or _scalar_args(a, b, ref, other, scalars)
@@ -48,17 +52,36 @@ def generic_lead(ref_graph: Graph, other_graph: Graph, ref: int, other: int) -> 
             raise NotGeneric(f"{_what(a)} changes with the leading size ({why})")
         if a.shape == b.shape:
             continue
-        if a.shape[1:] == b.shape[1:] and a.shape[0] % ref == 0 and a.shape[0] // ref * other == b.shape[0]:
-            scale[a.id] = a.shape[0] // ref
-        else:
+        d = _following_dim(a.shape, b.shape, ref, other)
+        if d is None:
             raise NotGeneric(f"{_what(a)} has shape {list(a.shape)} at leading size {ref} and {list(b.shape)} at "
-                             f"{other}: only the first dimension may follow the leading size")
-    lead = Lead(ref, scale, scalars)
+                             f"{other}: only one dimension may follow the leading size, in proportion")
+        scale[a.id] = a.shape[d] // ref
+        if d:
+            axis[a.id] = d
+    lead = Lead(ref, scale, scalars, axis)
     for n in ref_graph.nodes:
         _check(n, lead)
     if not scale:
         raise NotGeneric("no value of the reference follows the leading size")
     return lead
+
+
+def _following_dim(a: tuple[int, ...], b: tuple[int, ...], ref: int, other: int) -> int | None:
+    """The one dimension in which shape ``a`` (at leading size ``ref``) and ``b`` (at ``other``) differ, in
+    proportion to the leading size; None where they differ otherwise."""
+    diff = [d for d, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    if len(diff) != 1 or a[diff[0]] % ref or a[diff[0]] // ref * other != b[diff[0]]:
+        return None
+    return diff[0]
+
+
+def _strides_seen(n: Node) -> tuple[int, ...] | None:
+    """``n``'s strides where an index can be nonzero: a dimension of size 1 is always indexed 0, so its
+    stride (a reshape's ``[1, b * i * j, l]`` gets the whole tensor's size) is read by no kernel."""
+    if n.strides is None:
+        return None
+    return tuple(st for st, size in zip(n.strides, n.shape, strict=True) if size != 1)
 
 
 def _what(n: Node) -> str:
@@ -71,7 +94,7 @@ def _differs(a: Node, b: Node) -> str:
         return f"{a.kind} {a.op} becomes {b.kind} {b.op}"
     if len(a.shape) != len(b.shape):
         return f"rank {len(a.shape)} becomes {len(b.shape)}"
-    if (a.strides, a.offset) != (b.strides, b.offset):
+    if (_strides_seen(a), a.offset) != (_strides_seen(b), b.offset):
         return f"strides {a.strides} (offset {a.offset}) become {b.strides} (offset {b.offset})"
     if len(a.args) != len(b.args) or any(isinstance(x, Node) != isinstance(y, Node) or (isinstance(x, Node) and
                                              not _same_arg(x, y)) for x, y in zip(a.args, b.args, strict=True)):
@@ -114,9 +137,13 @@ def _same_attrs(x: dict[str, Any], y: dict[str, Any]) -> bool:
 
 def _check(n: Node, lead: Lead) -> None:
     """The op-level rules: what the kernels index with a fixed size must not follow the leading size."""
+    if n.kind == MM:
+        mm_roles(n, lead)
+        return
+    _check_axis(n, lead)
     if not lead.batched(n):
         src = next((a for a in n.node_args() if lead.batched(a)), None)
-        if src is not None and not (n.kind == REDUCE and 0 in n.dims):  # a reduction over the batch is fine
+        if src is not None and not (n.kind == REDUCE and lead.dim(src) in n.dims):  # over the batch: fine
             raise NotGeneric(f"{_what(n)} has a fixed size but is computed from {_what(src)}, whose size follows "
                              "the leading size (a reduction, contraction or loss over the batch)")
         return
@@ -127,5 +154,38 @@ def _check(n: Node, lead: Lead) -> None:
     if n.kind == WINDOW and n.op != "dwconv" and \
             (n.attrs["kernel"][0], n.attrs["stride"][0], n.attrs["padding"][0], n.attrs["dilation"][0]) != (1, 1, 0, 1):
         raise NotGeneric(f"{_what(n)} pools along the leading dimension")
-    if n.kind == MM and len(n.shape) == 2 and lead.batched(n.args[1]):
-        raise NotGeneric(f"{_what(n)} contracts over the leading dimension")
+
+
+def _check_axis(n: Node, lead: Lead) -> None:
+    """A leading size moved off the first dimension (by a view) reaches only views, matmuls (``mm_roles``)
+    and reductions whose every dimension before it is reduced (split-K's sum over its chunks): the other
+    families index the first dimension only."""
+    moved = [a for a in (n, *n.node_args()) if lead.batched(a) and lead.dim(a)]
+    if not moved or n.kind == VIEW:
+        return
+    d = lead.dim(moved[0])
+    src = n.args[0] if n.kind == REDUCE else None
+    if src is not None and lead.batched(src) and set(range(lead.dim(src))) <= set(n.dims) and \
+            (not lead.batched(n) or lead.dim(n) == lead.dim(src)):
+        return
+    what = "its" if moved[0] is n else f"{_what(moved[0])}'s"
+    raise NotGeneric(f"{_what(n)}: {what} dimension {d} follows the leading size, and only matmuls and split-K's "
+                     "sum index it there")
+
+
+def mm_roles(mm: Node, lead: Lead) -> str:
+    """Which size of matmul ``mm`` (``A[.., M, K] @ B[.., K, N]``) follows the leading size: "" (none),
+    "batch", "m", "n" or "k" (a contraction over the leading dimension: ``A.T @ B`` with A and B batched,
+    the K loop's bound is run-time); raises :class:`NotGeneric` for any other combination."""
+    a, b = mm.args
+    da = lead.dim(a) - len(a.shape) if lead.batched(a) else None  # negative: counted from the last
+    db = lead.dim(b) - len(b.shape) if lead.batched(b) else None
+    do = lead.dim(mm) - len(mm.shape) if lead.batched(mm) else None
+    roles = {(None, None, None): "", (-2, None, -2): "m", (None, -1, -1): "n", (-1, -2, None): "k"}
+    if len(mm.shape) == 3:
+        roles.update({(-3, -3, -3): "batch", (-3, None, -3): "batch", (None, -3, -3): "batch"})
+    role = roles.get((da, db, do))
+    if role is None:
+        raise NotGeneric(f"{_what(mm)} follows the leading size in a way its kernel does not index (dimension "
+                         f"{da} of A, {db} of B, {do} of the product, counted from the last)")
+    return role
