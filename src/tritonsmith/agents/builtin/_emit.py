@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from typing import Any
 
 from tritonsmith.agents.builtin._convcl import TO_CHANNELS_LAST
@@ -104,8 +105,9 @@ def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfg
     if plan.lead is not None:
         header = header.replace(_STATIC, _GENERIC)
     elif plan.static_reason:  # a user reading the module learns why no other batch size is taken
-        header = header.replace(_STATIC, f"{_STATIC[:-1]}: the leading (batch) dimension cannot change at run "
-                                         f"time here ({_header_text(plan.static_reason)}).")
+        why = f"{_STATIC[:-1]}: the leading (batch) dimension cannot change at run time here " \
+              f"({_header_text(plan.static_reason)})."
+        header = header.replace(_STATIC, textwrap.fill(why, width=110, break_long_words=False, break_on_hyphens=False))
     parts = [header, _EXPECT_GENERIC if plan.lead is not None else _EXPECT]
     parts += ["\n\n" + HELPERS[h] for h in helpers]
     if any(g.kind == TORCH and g.nodes[0].attrs.get("channels_last") for g in plan.groups):  # conv-cl, net-cl
@@ -122,9 +124,11 @@ def _emit(problem_name: str, source: str, traced: TracedProblem, plan: Plan, cfg
     return "".join(parts)
 
 
-def _header_text(reason: str) -> str:
-    """``reason`` as text inside the module's docstring: one line, with no backslash or quotes that end it."""
-    return " ".join(reason.replace("\\", "/").replace('"', "'").split())
+def _header_text(reason: str, limit: int = 300) -> str:
+    """``reason`` as text inside the module's docstring: no backslash or quotes that end it, at most ``limit``
+    characters (a torch error quoted in full can run to several lines)."""
+    text = " ".join(reason.replace("\\", "/").replace('"', "'").split())
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
 
 
 def _canonical(k: KernelSource) -> str:
