@@ -213,3 +213,11 @@ def test_every_conv_tile_compiles_for_sm90_without_spills(name: str, tmp_path: P
             facts = compile_kernel(fn, signature, kw, arch=90, **options)
             assert facts.error is None, f"{variant.key} {kernel}: {facts.error}"
             assert facts.spills is not None and facts.spills <= 8, f"{variant.key} {kernel}: {facts.describe()}"
+
+
+def test_a_triton_convolutions_note_says_what_bounds_its_speed(generated: dict[str, Candidate]) -> None:
+    """Against cuDNN's TF32 the fp32-accurate Triton convolution does three tensor-core passes: the note says
+    so where one is written in tf32x3, and not where the convolution stays cuDNN's."""
+    assert "tf32x3 (fp32 accuracy: three tensor-core passes" in generated["c2d_s2_p1_bias"].note
+    chain = BuiltinGenerator().generate(GenerationRequest(problem=CASES["c2d_chain"], iteration=0))
+    assert "hybrid: torch ops remain: conv" in chain.note and "tensor-core passes" not in chain.note

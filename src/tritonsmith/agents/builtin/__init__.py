@@ -283,17 +283,35 @@ class BuiltinGenerator:
                                  note=f"builtin: internal error in variant {variant.key}: {_last_line(tb)}",
                                  exhausted=remaining(state.menu, history, variant) == 0)
             break
-        kinds = ", ".join(sorted({g.kind for g in plan.groups if g.kind != "torch"}))
-        note = f"builtin: {len([g for g in plan.groups if g.kind != 'torch'])} Triton kernel(s) ({kinds}); " \
-               f"variant {variant.key}: {variant.why}"
-        if traced.rewrites:
-            note += f"; rewrites: {', '.join(traced.rewrites)}"
-        if plan.torch_ops:
-            note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
-        note += "; shape-generic: the leading dimension is a run-time size" if plan.lead is not None else \
-            f"; shape-specialised ({plan.static_reason or 'asked for'})"
-        return Candidate(source=source, note=note, variant=variant.key,
+        return Candidate(source=source, note=_note(variant, traced, plan), variant=variant.key,
                          exhausted=remaining(state.menu, request.history, variant) == 0)
+
+
+# why a Triton convolution of fp32 data starts behind the reference: said where one is written
+_CONV_PRECISION_NOTE = ("Triton convolutions in tf32x3 (fp32 accuracy: three tensor-core passes; PyTorch runs "
+                        "cuDNN's fp32 convolutions in TF32, one pass)")
+
+
+def _note(variant: Any, traced: Any, plan: Any) -> str:
+    """The candidate's note: kernel kinds, variant, rewrites, torch ops kept, shapes, and what bounds a
+    Triton convolution's speed."""
+    kinds = ", ".join(sorted({g.kind for g in plan.groups if g.kind != "torch"}))
+    note = f"builtin: {len([g for g in plan.groups if g.kind != 'torch'])} Triton kernel(s) ({kinds}); " \
+           f"variant {variant.key}: {variant.why}"
+    if traced.rewrites:
+        note += f"; rewrites: {', '.join(traced.rewrites)}"
+    if plan.torch_ops:
+        note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
+    note += "; shape-generic: the leading dimension is a run-time size" if plan.lead is not None else \
+        f"; shape-specialised ({plan.static_reason or 'asked for'})"
+    import torch
+
+    from tritonsmith.agents.builtin._partition import CONVS
+
+    precision = variant.overrides.get(CONVS, {}).get("precision", "tf32x3")
+    if precision == "tf32x3" and any(g.kind == CONVS and g.nodes[0].dtype == torch.float32 for g in plan.groups):
+        note += f"; {_CONV_PRECISION_NOTE}"
+    return note
 
 
 def _write(problem: Problem, state: _ProblemState, variant: Any) -> tuple[Any, Any, str]:
