@@ -60,10 +60,11 @@ for phase in "$@"; do
       mkdir -p /tmp/prof && OUT=/tmp/prof tmo "${PROF_S:-240}" python3 benchmarks/profiler_gpu.py .kb ${PROF_ONLY:+--only $PROF_ONLY} \
         2>&1 | tail -25; tar czf "$OUT/profiler.tar.gz" -C /tmp/prof . ;;
     suite)
-      budget=$(( $(cap $(( ${SUITE_S:-420} + 110 ))) - 110 )); (( budget < 30 )) && { echo "suite: no time left"; pack; continue; }
+      # the hard stop 20 s before the timeout: the stopped workers get 5 s to answer, then the report is written
+      budget=$(( $(cap $(( ${SUITE_S:-420} + 115 ))) - 115 )); (( budget < 30 )) && { echo "suite: no time left"; pack; continue; }
       # shellcheck disable=SC2086
-      tmo "$(( budget + 110 ))" python3 benchmarks/suite_gpu.py record --kernelbench ${KB:-.kb} --run-dir "$PWD/.runs/suite" \
-        --time-budget "$budget" --hard-stop "$(( budget + 100 ))" ${SUITE_ARGS:-} 2>&1 | tail -40 ;;
+      tmo "$(( budget + 115 ))" python3 benchmarks/suite_gpu.py record --kernelbench ${KB:-.kb} --run-dir "$PWD/.runs/suite" \
+        --time-budget "$budget" --hard-stop "$(( budget + 95 ))" ${SUITE_ARGS:-} 2>&1 | tail -40 ;;
     probe)
       # what the variants of a few problems measure, attempt by attempt (PROBE: problem paths, PROBE_ITERS)
       for f in ${PROBE:-}; do

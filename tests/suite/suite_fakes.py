@@ -73,6 +73,7 @@ def stoppable_optimize(problem: Problem, *, generator: object, iterations: int, 
     try:
         time.sleep(60)
     except KeyboardInterrupt:
+        time.sleep(float(os.environ.get("SUITE_FAKE_UNWIND_S", "0")))  # a loop that takes a while to wind down
         raise OptimizeInterrupted(OptimizeResult(
             problem=problem.name, status="verified" if verified else "interrupted",
             reason="interrupted (Ctrl-C) after 1 finished attempt", device=device, generator="fake",

@@ -235,8 +235,7 @@ class LocalPool:
         self._stop.set()
         with self._procs_lock:
             procs = list(self._procs.values())
-        for proc in procs:
-            _terminate(proc)
+        _terminate_all(procs)
 
     def _serve(self, slot: WorkerSlot, next_task: Callable[[], Any], events: queue.Queue[tuple[str, Any]]) -> None:
         proc: subprocess.Popen[str] | None = None
@@ -343,19 +342,29 @@ def _close(proc: subprocess.Popen[str]) -> None:
 
 
 def _terminate(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=_TERM_GRACE_S)
-    except subprocess.TimeoutExpired:
+    _terminate_all([proc])
+
+
+def _terminate_all(procs: Sequence[subprocess.Popen[str]]) -> None:
+    """SIGTERM every worker at once, then wait for them together: one grace period in all, not one each (a
+    stopped worker answers with its finished attempts first, and the caller's own deadline, such as a GPU
+    visit's time limit, comes soon after its hard stop). What is left after it gets SIGKILL."""
+    live = [p for p in procs if p.poll() is None]
+    for proc in live:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            proc.send_signal(signal.SIGTERM)
+        except ProcessLookupError:
             pass
-        proc.wait()
-    except ProcessLookupError:
-        pass
+    deadline = time.monotonic() + _TERM_GRACE_S
+    for proc in live:
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
 
 
 def _tail(path: Path, limit: int = 3000) -> str | None:
