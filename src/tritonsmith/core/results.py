@@ -253,10 +253,12 @@ _TRAIL_ERROR_LINES = 12
 _TRAIL_ERROR_CHARS = 1500
 
 
-def _tail(text: str) -> str:
-    """The last lines of an error text (where a traceback names what went wrong), at most a bounded size."""
+def last_lines(text: str, n: int, limit: int | None = None) -> str | None:
+    """The last ``n`` non-blank lines of an error text (where a traceback names what went wrong), at most
+    ``limit`` characters; None when it holds none."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    return "\n".join(lines[-_TRAIL_ERROR_LINES:])[-_TRAIL_ERROR_CHARS:]
+    tail = "\n".join(lines[-n:])
+    return (tail if limit is None else tail[-limit:]) or None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,8 +319,8 @@ class Attempt:
                "status": self.status, "speedup_vs_compile": self.speedup, "reward": round(self.reward, 4),
                "message": self.message[:_TRAIL_MESSAGE]}
         error = self.error or (self.result.error if self.result is not None else None)
-        if error and self.reward <= 0.0:
-            row["error"] = _tail(error)
+        if error and self.reward <= 0.0 and (tail := last_lines(error, _TRAIL_ERROR_LINES, _TRAIL_ERROR_CHARS)):
+            row["error"] = tail
         return row
 
     @classmethod

@@ -83,7 +83,7 @@ def compare(out: Any, ref: Any, *, policy: str, ref64: Any | None = None) -> Ver
     ok = acc.mismatched == 0
     details: dict[str, Any] = {"mismatched": acc.mismatched, "total": ref.numel(), "nan_count": acc.nan_count,
                                "inf_count": acc.inf_count}
-    if acc.exact_sq is not None:  # numerics: normwise errors against float64
+    if acc.numerics:  # normwise errors against float64
         norm = math.sqrt(acc.exact_sq) or 1.0
         cand_err, ref_err = math.sqrt(acc.cand_sq) / norm, math.sqrt(acc.ref_sq) / norm
         bound = max(_ERROR_MULTIPLE * ref_err, _rounding_floor(ref.dtype))
@@ -96,7 +96,7 @@ def compare(out: Any, ref: Any, *, policy: str, ref64: Any | None = None) -> Ver
         flat = acc.first_bad
         index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), ref.shape)) if ref.dim() else ()
         details.update(first_bad_index=index, candidate_value=float(out.reshape(-1)[flat]),
-                       reference_value=float(acc.against(flat)))
+                       reference_value=float(acc.target.reshape(-1)[flat]))
         if out.is_floating_point():
             details["pattern"] = mismatch_pattern(out, acc.target, acc.mask)
     return Verdict(ok=ok, max_abs_error=acc.max_abs, max_rel_error=acc.max_rel, details=details)
@@ -107,17 +107,17 @@ class _Scan:
     any non-float output: exact equality) or the float64 answer rounded to the output's dtype (``numerics``)."""
 
     def __init__(self, out: Any, ref: Any, *, policy: str, ref64: Any | None) -> None:
-        self.out, self.ref, self.policy = out, ref, policy
+        self.out, self.ref = out, ref
         self.floating = bool(ref.is_floating_point())
-        self.target = ref64 if (self.floating and policy == "numerics") else ref
+        self.numerics = self.floating and policy == "numerics"
+        self.target = ref64 if self.numerics else ref
+        self.tol = (loose_tolerance if self.numerics else kernelbench_tolerance)(ref.dtype) if self.floating else 0.0
         self.mismatched = self.nan_count = self.inf_count = 0
         self.max_abs = self.max_rel = -1.0
         self.first_bad: int | None = None
         self.mask: Any = None
         self.any_finite = False
-        numerics = self.floating and policy == "numerics"
-        self.exact_sq: float | None = 0.0 if numerics else None
-        self.cand_sq = self.ref_sq = 0.0
+        self.exact_sq = self.cand_sq = self.ref_sq = 0.0  # numerics only
         self.nan_where_exact_finite = False
 
     def run(self) -> None:
@@ -136,14 +136,13 @@ class _Scan:
             rel = diff / r.float().abs().clamp_min(1e-12)
         else:
             o_f = _wide(o)
-            t_f = _wide(r) if self.exact_sq is None else t.double().to(o_f.dtype)
-            tol = kernelbench_tolerance(r.dtype) if self.exact_sq is None else loose_tolerance(r.dtype)
-            bad = ~torch.isclose(o_f, t_f, atol=tol, rtol=tol, equal_nan=True)
+            t_f = t.to(o_f.dtype) if self.numerics else _wide(r)
+            bad = ~torch.isclose(o_f, t_f, atol=self.tol, rtol=self.tol, equal_nan=True)
             diff = (o_f - t_f).abs()
             rel = diff / t_f.abs().clamp_min(1e-12)
             self.nan_count += int(torch.isnan(o).sum())
             self.inf_count += int(torch.isinf(o).sum())
-            if self.exact_sq is not None:
+            if self.numerics:
                 self._norms(o_f, r, t)
         self._stats(lo, bad, diff, rel)
 
@@ -174,9 +173,6 @@ class _Scan:
         if self.mask is not None:
             self.mask.view(-1)[lo:lo + bad.numel()] = bad
         self.mismatched += n
-
-    def against(self, flat: int) -> Any:
-        return self.target.reshape(-1)[flat]
 
 
 def _wide(x: Any) -> Any:

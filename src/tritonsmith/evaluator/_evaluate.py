@@ -50,6 +50,7 @@ from tritonsmith.core.results import (
     Timing,
     Violation,
     checks_from_dict,
+    last_lines,
 )
 from tritonsmith.evaluator.sandbox._sandbox import WorkerOutcome, prestart, run_worker
 
@@ -277,12 +278,12 @@ def _to_result(outcome: WorkerOutcome, prob: Problem, device: str, tolerance: st
     if outcome.timed_out:
         return EvalResult(status=EvalStatus.TIMEOUT, stage=outcome.stage, **common,
                           message=f"the candidate did not finish within the time limit (stage: {outcome.stage})",
-                          error=_last_lines(outcome.output_tail))
+                          error=last_lines(outcome.output_tail, 25))
     data = outcome.result
     if data is None:
         return EvalResult(status=EvalStatus.CRASHED, stage=outcome.stage, **common,
                           message=f"the worker died ({_exit_reason(outcome.returncode)}) during {outcome.stage}",
-                          error=_last_lines(outcome.output_tail))
+                          error=last_lines(outcome.output_tail, 25))
     if "problem_error" in data:
         raise ProblemError(data["problem_error"])
     return _parse(data, common, outcome.startup_s)
@@ -347,9 +348,6 @@ def _exit_reason(code: int | None) -> str:
     return f"exit code {code} before reporting a result"
 
 
-def _last_lines(text: str, n: int = 25) -> str | None:
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return "\n".join(lines[-n:]) or None
 
 
 if sys.version_info < (3, 11):  # pragma: no cover

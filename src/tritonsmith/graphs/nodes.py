@@ -23,7 +23,6 @@ from tritonsmith.graphs import routing
 from tritonsmith.graphs._analysis import analyze_problem, explain_failure
 from tritonsmith.graphs._resolve import GraphDeps
 from tritonsmith.graphs.reward import reward_for
-from tritonsmith.tools.ports import VariantCache
 from tritonsmith.graphs.state import (
     GENERATOR_ERROR,
     MODEL_ERROR,
@@ -35,6 +34,7 @@ from tritonsmith.graphs.state import (
 )
 from tritonsmith.core.problem import Problem, load_problem
 from tritonsmith.core.results import Attempt, EvalResult
+from tritonsmith.tools.ports import VariantCache
 
 __all__ = ["KernelNodes", "NODE_NAMES", "problem_from_spec", "spec_from_problem"]
 

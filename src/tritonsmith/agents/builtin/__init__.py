@@ -153,9 +153,10 @@ def tuned_first(menu: list[Any], tuned: Sequence[str]) -> list[Any]:
     """``menu`` with the variants the kernel memory measured fastest for this exact problem (``tuned``, fastest
     first; a ``+ieee`` form counts as its base variant) moved to the front: a shape tuned once is not searched
     again. Variants the menu no longer has are ignored (the generator changed since)."""
-    order = [t.removesuffix("+ieee") for t in tuned]
-    rank = {key: i for i, key in reversed(list(enumerate(order)))}
-    return sorted(menu, key=lambda v: rank.get(v.key, len(order)))
+    rank: dict[str, int] = {}
+    for i, key in enumerate(t.removesuffix("+ieee") for t in tuned):
+        rank.setdefault(key, i)
+    return sorted(menu, key=lambda v: rank.get(v.key, len(tuned)))
 
 
 def variant_label(variant: Any, traced: Any) -> str:
