@@ -136,7 +136,9 @@ def test_a_stopped_worker_answers_with_the_attempts_that_finished(stop: str, tmp
     assert done.status == "correct" and "the run was stopped after 1 of 2 iterations" in done.message
     assert done.candidate_file and (tmp_path / "run" / done.candidate_file).read_text() == "# fake kernel\n"
     assert len(done.attempts) == 1
-    assert none.status == "error" and "was stopped" in none.message and len(none.attempts) == 1  # retried on resume
+    assert none.status == "error" and len(none.attempts) == 1  # retried on resume
+    assert none.message.startswith("the run was stopped (its hard stop or Ctrl-C) after 1 finished attempt and")
+    assert "a resume retries it" in none.message and "interrupted" not in none.message
 
 
 def test_install_gpu_lock_wraps_evaluate_and_profile_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

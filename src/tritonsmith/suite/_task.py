@@ -131,9 +131,13 @@ def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> Proble
         message = out.failure_message or f"{out.generator} produced no candidate in {out.iterations} iterations"
     else:
         status, message = out.best_result.status.value, out.best_result.message
-    if stopped:  # retried on resume unless a verified kernel came out of it
-        status = status if out.best_source is not None else ERROR
+    if stopped and out.best_source is not None:
         message = f"{message} (the run was stopped after {out.iterations} of {s.iterations} iterations)"
+    elif stopped:  # the loop's own reason names Ctrl-C; here it was the run's stop, and a resume retries it
+        n = len(out.attempts)
+        status, message = ERROR, (f"the run was stopped (its hard stop or Ctrl-C) after {n} finished attempt"
+                                  f"{'s' if n != 1 else ''} and {out.iterations} of {s.iterations} iterations; "
+                                  "a resume retries it")
     return ProblemRecord(problem=problem.name, status=status, message=message, result=out.best_result,
                          iterations=out.iterations, generator=out.generator, input_tokens=out.input_tokens,
                          output_tokens=out.output_tokens, cost_usd=out.cost_usd, candidate_file=candidate_file,
