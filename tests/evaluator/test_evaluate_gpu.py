@@ -225,8 +225,9 @@ def get_init_inputs():
 '''
 
 
-def _builtin_default(tmp_path, name: str, source: str, *, kind: str | None = None):
-    """The built-in generator's first variant for a reference source: (reference path, candidate path)."""
+def _builtin_default(tmp_path, name: str, source: str, *, kind: str | None = None, key: str | None = None):
+    """The built-in generator's first variant (or variant ``key``) for a reference source: (reference path,
+    candidate path)."""
     from tritonsmith.agents.builtin import _plan
     from tritonsmith.agents.builtin._emit import emit_module
     from tritonsmith.agents.builtin._variants import variant_menu
@@ -236,7 +237,8 @@ def _builtin_default(tmp_path, name: str, source: str, *, kind: str | None = Non
     ref.write_text(source)
     problem = Problem.from_file(ref)
     _, plan = _plan(problem, {}, None)
-    variant = variant_menu(plan)[0]
+    menu = variant_menu(plan)
+    variant = menu[0] if key is None else next(v for v in menu if v.key == key)
     traced, vplan = _plan(problem, variant.options, None)
     if kind is not None:
         assert any(g.kind == kind for g in vplan.groups), [g.kind for g in vplan.groups]
@@ -322,5 +324,21 @@ def test_a_grouped_convolution_on_cudnns_own_streams_is_not_side_stream_work(tmp
     """cuDNN may run a grouped convolution's groups on its internal streams, in the reference too (H200
     2026-12-06: 25_ShuffleNetUnit's hybrid candidates were rejected as side-stream work)."""
     ref, cand = _builtin_default(tmp_path, "grouped_1x1", GROUPED_1X1)
+    result = evaluate(ref, cand, device="cuda", trials=2)
+    assert result.status is EvalStatus.CORRECT, result.feedback()
+
+
+SHUFFLE_PAIR = GROUPED_1X1.replace(
+    "        self.bn = nn.BatchNorm2d(120)\n",
+    "        self.bn = nn.BatchNorm2d(120)\n        self.conv2 = nn.Conv2d(120, 240, kernel_size=1, groups=3, bias=False)\n"
+    "        self.bn2 = nn.BatchNorm2d(240)\n",
+).replace("return F.relu(self.bn(self.conv(x)))", "return self.bn2(self.conv2(F.relu(self.bn(self.conv(x)))))")
+
+
+def test_a_channels_last_networks_grouped_convolutions_on_cudnns_own_streams_are_not_side_stream_work(tmp_path):
+    """H100 2026-12-06: 26_ShuffleNet's net-cl variant was rejected: cuDNN ran its NHWC grouped kernels on the
+    internal stream where the reference's NCHW ones ran, and the census matched kernel names too."""
+    ref, cand = _builtin_default(tmp_path, "shuffle_pair", SHUFFLE_PAIR, key="net-cl")
+    assert "channels_last" in cand.read_text()
     result = evaluate(ref, cand, device="cuda", trials=2)
     assert result.status is EvalStatus.CORRECT, result.feedback()

@@ -113,6 +113,29 @@ def test_work_on_a_librarys_internal_streams_counts_only_where_the_reference_ran
         tc.check_streams(kept)
 
 
+def test_a_channels_last_candidates_library_kernels_on_the_references_library_streams_are_not_side_stream_work():
+    """H100 2026-12-06: 26_ShuffleNet's channels-last variant was rejected: cuDNN ran its NHWC kernels on the
+    internal stream where the reference's NCHW kernels ran; the match was by kernel name and stream."""
+    spin, home = _Event("void at::cuda::spin_kernel(long)", 7, 0, 10), _Event("_bn_relu_kernel", 7, 20, 30)
+    reference = tc.stream_census([spin, _Event("void implicit_convolve_sgemm<float, float, 1024>", 13, 40, 5)],
+                                 "spin_kernel", set())
+    nhwc = [_Event("void convolve_common_engine_float_NHWC<float, float, 1024, 5>", 13, 60 + 9 * i, 5)
+            for i in range(4)]
+    candidate = tc.stream_census([spin, home, *nhwc], "spin_kernel", {"_bn_relu_kernel"})
+    assert len(candidate.foreign) == 4 and candidate.foreign_streams == (13,) * 4
+    kept = tc.without_library_streams(candidate, reference)
+    assert kept.foreign == () and kept.foreign_streams == () and kept.foreign_triton == ()
+    tc.check_streams(kept)
+    # a side stream PyTorch gave the candidate (id 21) and the candidate's own kernel on 13 stay foreign
+    cheat = tc.stream_census([spin, home, nhwc[0], _Event("void convolve_common_engine_float_NHWC", 21, 99, 5),
+                              _Event("_bn_relu_kernel", 13, 120, 30)], "spin_kernel", {"_bn_relu_kernel"})
+    kept = tc.without_library_streams(cheat, reference)
+    assert kept.foreign_streams == (21, 13) and kept.foreign_triton == (False, True)
+    with pytest.raises(CandidateFailure):
+        tc.check_streams(kept)
+    assert tc.without_library_streams(cheat, tc.stream_census([spin], "spin_kernel", set())).foreign == cheat.foreign
+
+
 def test_stream_census_finds_work_on_another_stream_and_the_triton_share():
     honest = [_Event("void at::cuda::spin_kernel(long)", 7, 0, 10), _Event("_softmax_kernel", 7, 20, 300),
               _Event("void cudnn::conv(...)", 7, 400, 900), _Event("cudaLaunchKernel", 1, 5, 3, "DeviceType.CPU")]

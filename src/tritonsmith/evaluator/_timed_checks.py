@@ -178,6 +178,9 @@ class StreamCensus:
     streams: tuple[int, ...]  # stream ids of the candidate's GPU activities
     foreign: tuple[str, ...]  # activities on a stream other than the caller's
     triton_share: float | None  # share of kernel time in the candidate's own Triton kernels
+    # per entry of ``foreign``: its stream id, and whether it is one of the candidate's own Triton kernels
+    foreign_streams: tuple[int, ...] = ()
+    foreign_triton: tuple[bool, ...] = ()
 
 
 def stream_census(events: Iterable[Any], marker_name: str, triton_names: set[str]) -> StreamCensus:
@@ -193,13 +196,19 @@ def stream_census(events: Iterable[Any], marker_name: str, triton_names: set[str
         raise CensusUnavailable(f"the profile holds no {marker_name!r} marker kernel")
     home = marker[0].device_resource_id()
     mine = [e for e in gpu if e is not marker[0]]
-    foreign = tuple(f"{e.name()[:60]} (stream {e.device_resource_id()})" for e in mine if e.device_resource_id() != home)
+    away = [e for e in mine if e.device_resource_id() != home]
     kernels = [e for e in mine if _is_kernel(e)]
     total = sum(e.duration_ns() for e in kernels)
-    own = sum(e.duration_ns() for e in kernels if any(_triton_match(e.name(), n) for n in triton_names))
+    own = sum(e.duration_ns() for e in kernels if _is_triton(e, triton_names))
     share = own / total if total > 0 else None
-    return StreamCensus(streams=tuple(sorted({e.device_resource_id() for e in mine})), foreign=foreign,
-                        triton_share=share)
+    return StreamCensus(streams=tuple(sorted({e.device_resource_id() for e in mine})),
+                        foreign=tuple(f"{e.name()[:60]} (stream {e.device_resource_id()})" for e in away),
+                        triton_share=share, foreign_streams=tuple(e.device_resource_id() for e in away),
+                        foreign_triton=tuple(_is_triton(e, triton_names) for e in away))
+
+
+def _is_triton(e: Any, triton_names: set[str]) -> bool:
+    return any(_triton_match(e.name(), n) for n in triton_names)
 
 
 def _is_gpu(e: Any) -> bool:
@@ -238,15 +247,22 @@ _MARKER_KERNEL = "spin_kernel"
 
 
 def without_library_streams(census: StreamCensus, reference: StreamCensus) -> StreamCensus:
-    """``census`` less the foreign activities the reference's own call also ran, by kernel and stream.
+    """``census`` less its library work on the streams where the reference's own call also ran library work.
 
     cuDNN runs some grouped convolutions on its own internal streams and joins them back to the caller's
     (H200 2026-12-06: ShuffleNet's ``implicit_convolve_sgemm``, stream 13): PyTorch does that in the
-    reference too, on the same handle's streams. A candidate's own side stream is a stream PyTorch gave it,
-    which the reference's library calls never use, so its work stays foreign.
+    reference too, on the same handle's streams. Matched by stream, not by kernel: for a channels-last
+    candidate cuDNN picks its NHWC kernels on those same streams (H100 2026-12-06: 26_ShuffleNet's
+    ``net-cl`` was rejected when both had to match). A candidate's own side stream is a stream PyTorch gave
+    it, which the reference's library calls never use, so its work stays foreign; so does any of the
+    candidate's Triton kernels, whatever its stream.
     """
-    ours = set(reference.foreign)
-    return replace(census, foreign=tuple(f for f in census.foreign if f not in ours))
+    library = set(reference.foreign_streams)
+    keep = [i for i, (stream, triton) in enumerate(zip(census.foreign_streams, census.foreign_triton, strict=True))
+            if triton or stream not in library]
+    return replace(census, foreign=tuple(census.foreign[i] for i in keep),
+                   foreign_streams=tuple(census.foreign_streams[i] for i in keep),
+                   foreign_triton=tuple(census.foreign_triton[i] for i in keep))
 
 
 def check_streams(census: StreamCensus) -> None:
