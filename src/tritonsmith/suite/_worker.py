@@ -55,7 +55,10 @@ def _exit_on_term(signum: int, frame: object) -> NoReturn:
     """
     kill_running_workers(stop=True)
     if _TERMINATED.is_set():
-        raise SystemExit(128 + signum)
+        # at once: raised here, SystemExit may land in the interpreter's shutdown (joining LangGraph's
+        # threads), which prints it as "Exception ignored" and goes on waiting
+        sys.stderr.flush()
+        os._exit(128 + signum)
     _TERMINATED.set()
     raise KeyboardInterrupt
 
