@@ -136,6 +136,25 @@ def test_a_channels_last_candidates_library_kernels_on_the_references_library_st
     assert tc.without_library_streams(cheat, tc.stream_census([spin], "spin_kernel", set())).foreign == cheat.foreign
 
 
+def test_library_work_still_running_when_the_call_returned_stays_foreign():
+    """A library call on an unjoined side stream runs on the library's internal streams too, joined back only to
+    that side stream: the caller's end marker starts before it ends, so the timer would not have covered it."""
+    spin, home = _Event("void at::cuda::spin_kernel(long)", 7, 0, 10), _Event("_bn_relu_kernel", 7, 20, 30)
+    reference = tc.stream_census([spin, _Event("void implicit_convolve_sgemm<float, float, 1024>", 13, 40, 5)],
+                                 "spin_kernel", set())
+    end = _Event("void at::cuda::spin_kernel(long)", 7, 60, 1)
+    joined = _Event("void convolve_common_engine_float_NHWC", 13, 30, 25)  # ends at 55, before the end marker
+    unjoined = _Event("void convolve_common_engine_float_NHWC", 13, 55, 9_000)  # ends at 9055, long after
+    honest = tc.stream_census([spin, home, joined, end], "spin_kernel", {"_bn_relu_kernel"})
+    assert honest.foreign_late == (False,) and honest.streams == (7, 13)  # the end marker is not the candidate's
+    tc.check_streams(tc.without_library_streams(honest, reference))
+    cheat = tc.stream_census([spin, home, joined, unjoined, end], "spin_kernel", {"_bn_relu_kernel"})
+    kept = tc.without_library_streams(cheat, reference)
+    assert cheat.foreign_late == (False, True) and kept.foreign_late == (True,) and len(kept.foreign) == 1
+    with pytest.raises(CandidateFailure):
+        tc.check_streams(kept)
+
+
 def test_stream_census_finds_work_on_another_stream_and_the_triton_share():
     honest = [_Event("void at::cuda::spin_kernel(long)", 7, 0, 10), _Event("_softmax_kernel", 7, 20, 300),
               _Event("void cudnn::conv(...)", 7, 400, 900), _Event("cudaLaunchKernel", 1, 5, 3, "DeviceType.CPU")]

@@ -178,9 +178,15 @@ class StreamCensus:
     streams: tuple[int, ...]  # stream ids of the candidate's GPU activities
     foreign: tuple[str, ...]  # activities on a stream other than the caller's
     triton_share: float | None  # share of kernel time in the candidate's own Triton kernels
-    # per entry of ``foreign``: its stream id, and whether it is one of the candidate's own Triton kernels
+    # per entry of ``foreign``: its stream id, whether it is one of the candidate's own Triton kernels, and
+    # whether it was still running when the caller's stream reached the end marker (work nothing joined back)
     foreign_streams: tuple[int, ...] = ()
     foreign_triton: tuple[bool, ...] = ()
+    foreign_late: tuple[bool, ...] = ()
+
+
+# CUPTI timestamps of a kernel and of the one that waited for it may touch; a microsecond is no escaped work
+_JOIN_SLACK_NS = 1_000
 
 
 def stream_census(events: Iterable[Any], marker_name: str, triton_names: set[str]) -> StreamCensus:
@@ -188,14 +194,18 @@ def stream_census(events: Iterable[Any], marker_name: str, triton_names: set[str
 
     ``events`` are torch's Kineto events (``name()``, ``device_type()``, ``device_resource_id()``,
     ``start_ns()``, ``duration_ns()``). The caller's stream is the stream of the marker kernel (``marker_name``) the
-    evaluator launched on its current stream inside the profiled window, just before the call.
+    evaluator launched on its current stream inside the profiled window, just before the call; a second marker on
+    that stream, launched when the call returned, starts only once the caller's stream has done everything the call
+    put on it (library work joined back included), so foreign work that ends after it started escaped the call.
     """
     gpu = sorted((e for e in events if _is_gpu(e)), key=lambda e: e.start_ns())
     marker = [e for e in gpu if marker_name in e.name()]
     if not marker:
         raise CensusUnavailable(f"the profile holds no {marker_name!r} marker kernel")
     home = marker[0].device_resource_id()
-    mine = [e for e in gpu if e is not marker[0]]
+    end = [e for e in marker[1:] if e.device_resource_id() == home][-1:]
+    ends_at = end[0].start_ns() if end else None
+    mine = [e for e in gpu if e is not marker[0] and not (end and e is end[0])]
     away = [e for e in mine if e.device_resource_id() != home]
     kernels = [e for e in mine if _is_kernel(e)]
     total = sum(e.duration_ns() for e in kernels)
@@ -204,7 +214,9 @@ def stream_census(events: Iterable[Any], marker_name: str, triton_names: set[str
     return StreamCensus(streams=tuple(sorted({e.device_resource_id() for e in mine})),
                         foreign=tuple(f"{e.name()[:60]} (stream {e.device_resource_id()})" for e in away),
                         triton_share=share, foreign_streams=tuple(e.device_resource_id() for e in away),
-                        foreign_triton=tuple(_is_triton(e, triton_names) for e in away))
+                        foreign_triton=tuple(_is_triton(e, triton_names) for e in away),
+                        foreign_late=tuple(ends_at is not None and e.start_ns() + e.duration_ns() > ends_at + _JOIN_SLACK_NS
+                                           for e in away))
 
 
 def _is_triton(e: Any, triton_names: set[str]) -> bool:
@@ -235,8 +247,11 @@ def profile_call(fn: Any, triton_names: set[str]) -> StreamCensus:
 
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        caller = torch.cuda.current_stream()
         torch.cuda._sleep(1000)
         out = fn()
+        with torch.cuda.stream(caller):  # where the timer's end event would be recorded, whatever fn left current
+            torch.cuda._sleep(1)
         torch.cuda.synchronize()
     del out
     results = getattr(prof.profiler, "kineto_results", None) if prof.profiler else None
@@ -255,14 +270,19 @@ def without_library_streams(census: StreamCensus, reference: StreamCensus) -> St
     candidate cuDNN picks its NHWC kernels on those same streams (H100 2026-12-06: 26_ShuffleNet's
     ``net-cl`` was rejected when both had to match). A candidate's own side stream is a stream PyTorch gave
     it, which the reference's library calls never use, so its work stays foreign; so does any of the
-    candidate's Triton kernels, whatever its stream.
+    candidate's Triton kernels, whatever its stream, and library work still running when the caller's stream
+    reached the end marker (a library call made on an unjoined side stream, whose internal streams are joined
+    back to that side stream only).
     """
     library = set(reference.foreign_streams)
-    keep = [i for i, (stream, triton) in enumerate(zip(census.foreign_streams, census.foreign_triton, strict=True))
-            if triton or stream not in library]
+    late = census.foreign_late or (False,) * len(census.foreign)
+    keep = [i for i, (stream, triton, after) in enumerate(zip(census.foreign_streams, census.foreign_triton, late,
+                                                               strict=True))
+            if triton or after or stream not in library]
     return replace(census, foreign=tuple(census.foreign[i] for i in keep),
                    foreign_streams=tuple(census.foreign_streams[i] for i in keep),
-                   foreign_triton=tuple(census.foreign_triton[i] for i in keep))
+                   foreign_triton=tuple(census.foreign_triton[i] for i in keep),
+                   foreign_late=tuple(late[i] for i in keep))
 
 
 def check_streams(census: StreamCensus) -> None:
