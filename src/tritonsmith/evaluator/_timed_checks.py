@@ -211,11 +211,12 @@ def stream_census(events: Iterable[Any], marker_name: str, triton_names: set[str
     total = sum(e.duration_ns() for e in kernels)
     own = sum(e.duration_ns() for e in kernels if _is_triton(e, triton_names))
     share = own / total if total > 0 else None
+    late_after = None if ends_at is None else ends_at + _JOIN_SLACK_NS
     return StreamCensus(streams=tuple(sorted({e.device_resource_id() for e in mine})),
                         foreign=tuple(f"{e.name()[:60]} (stream {e.device_resource_id()})" for e in away),
                         triton_share=share, foreign_streams=tuple(e.device_resource_id() for e in away),
                         foreign_triton=tuple(_is_triton(e, triton_names) for e in away),
-                        foreign_late=tuple(ends_at is not None and e.start_ns() + e.duration_ns() > ends_at + _JOIN_SLACK_NS
+                        foreign_late=tuple(late_after is not None and e.start_ns() + e.duration_ns() > late_after
                                            for e in away))
 
 
