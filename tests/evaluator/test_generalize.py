@@ -40,6 +40,37 @@ def test_resized_problem_changes_only_batched_inputs(tmp_path: Path) -> None:
         assert torch.isfinite(x).all() and x.std() > 0.1  # the reference's own distribution, not zeros
 
 
+def test_resized_problem_first_only_resizes_the_first_tensor_input_alone() -> None:
+    from tritonsmith.core.problem_meta import exec_reference
+
+    src = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, k, a, x):\n"
+           "        return a @ x * k\n\ndef get_inputs():\n    return [2.0, torch.randn(6, 6), torch.randn(6, 1)]\n\n"
+           "def get_init_inputs():\n    return []\n")
+    problem = Problem.from_source(src, name="matvec")
+    k, a, x = exec_reference(resized_problem(problem, 5, first_only=True).source, "matvec").get_inputs()
+    assert k == 2.0 and a.shape == (5, 6) and x.shape == (6, 1)
+    _, a, x = exec_reference(resized_problem(problem, 5).source, "matvec").get_inputs()
+    assert a.shape == (5, 6) and x.shape == (5, 1)  # both share the leading size 6: both resized
+
+
+def test_a_contracted_square_operand_is_checked_with_the_first_input_resized_alone() -> None:
+    """The reference rejects both inputs resized (``A @ x`` with M == K); the check falls back to A alone
+    instead of calling the problem not applicable, and a kernel that keeps M fixed is caught."""
+    src = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, a, x):\n"
+           "        return torch.matmul(a, x)\n\ndef get_inputs():\n    return [torch.randn(12, 12), torch.randn(12, 1)]"
+           "\n\ndef get_init_inputs():\n    return []\n")
+    problem = Problem.from_source(src, name="square_matvec")
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))
+    assert cand.source is not None, cand.note
+    result = evaluate(problem, cand.source, generalize=True, **RUN)
+    assert result.ok and result.generalizes == "yes", result.generalize_note
+    assert "6, 11 instead of 12 (the first input resized alone" in (result.generalize_note or "")
+    fixed = cand.source.replace("lead = _lead(a0,", "lead = 12 or _lead(a0,")  # M baked back in
+    assert fixed != cand.source
+    result = evaluate(problem, fixed, generalize=True, **RUN)
+    assert result.ok and result.generalizes == "no", result.generalize_note
+
+
 def test_a_shape_generic_kernel_generalizes(softmax_reference: Path, softmax_candidate: str) -> None:
     result = evaluate(softmax_reference, softmax_candidate, generalize=True, **RUN)
     assert result.ok and result.generalizes == "yes", result.generalize_note

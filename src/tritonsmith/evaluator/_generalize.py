@@ -4,8 +4,10 @@ Users drop kernels into models that see other batch sizes, and agent-written ker
 configurations they were not written for. After a ``correct`` verdict, the candidate is evaluated again
 (correctness only, no timing) on the reference's inputs with their leading (batch-like) dimension changed:
 halved, and an odd size. Every tensor input whose first dimension equals the first tensor input's is
-resized; fresh inputs come from the reference's own ``get_inputs()`` (concatenated and cut), so their
-distribution is the reference's. The verdict, ``result.generalizes``:
+resized; where the reference rejects that (a square operand whose first dimension is contracted, ``A @ B``
+with M == K: the scaled-down problems often have it), only the first tensor input is. Fresh inputs come from
+the reference's own ``get_inputs()`` (concatenated and cut), so their distribution is the reference's. The
+verdict, ``result.generalizes``:
 
 - ``yes``: correct at every tried size;
 - ``no``: some size failed (``result.generalize_note`` says which and how);
@@ -41,10 +43,11 @@ def get_inputs():
     draws = [first]
     while len(draws) * lead < {size}:
         draws.append(_tritonsmith_original_get_inputs())
-    out = []
+    out, resized = [], False
     for i, v in enumerate(first):
-        if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == lead:
+        if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == lead and not (resized and {first_only}):
             v = torch.cat([d[i] for d in draws])[:{size}].clone()
+            resized = True
         out.append(v)
     return out
 '''
@@ -59,9 +62,11 @@ def leading_sizes(lead: int) -> tuple[int, ...]:
     return tuple(sorted({half, odd} - {lead}))
 
 
-def resized_problem(problem: Problem, size: int) -> Problem:
-    """``problem`` whose ``get_inputs()`` returns its inputs with the leading dimension resized to ``size``."""
-    return problem.with_source(problem.source + _RESIZE.format(size=int(size)), problem.scaling)
+def resized_problem(problem: Problem, size: int, *, first_only: bool = False) -> Problem:
+    """``problem`` whose ``get_inputs()`` returns its inputs with the leading dimension resized to ``size``:
+    every tensor input sharing the first one's leading size, or with ``first_only`` the first tensor input."""
+    return problem.with_source(problem.source + _RESIZE.format(size=int(size), first_only=bool(first_only)),
+                               problem.scaling)
 
 
 def _leading_dim(problem: Problem) -> int | None:
@@ -85,13 +90,13 @@ def check_generalization(result: EvalResult, problem: Problem, source: str,
         return dataclasses.replace(result, generalizes="n/a", generalize_note=f"inputs not inspectable: {exc}")
     if lead is None:
         return dataclasses.replace(result, generalizes="n/a", generalize_note="no batched tensor input")
-    failures, accepted = [], []
+    failures, accepted, alone = [], [], False
     for size in leading_sizes(lead):
-        try:
-            other = evaluate_fn(resized_problem(problem, size), source, benchmark=False, **options)
-        except ProblemError as exc:  # the reference itself rejects this size: nothing to survive
-            log.info("generalize: the reference of %s rejects leading size %d: %s", problem.name, size, exc)
+        tried = _evaluate_resized(problem, size, source, evaluate_fn, options)
+        if tried is None:  # the reference itself rejects this size: nothing to survive
             continue
+        other, first_only = tried
+        alone = alone or first_only
         accepted.append(size)
         if not other.ok:
             failures.append(f"leading size {size} (instead of {lead}): {other.status.value}: {other.message}"
@@ -102,4 +107,20 @@ def check_generalization(result: EvalResult, problem: Problem, source: str,
     if failures:
         return dataclasses.replace(result, generalizes="no", generalize_note="; ".join(failures)[:1500])
     return dataclasses.replace(result, generalizes="yes", generalize_note=(
-        f"correct with leading size {', '.join(map(str, accepted))} instead of {lead}"))
+        f"correct with leading size {', '.join(map(str, accepted))} instead of {lead}"
+        + (" (the first input resized alone: the reference rejects the others resized with it)" if alone else "")))
+
+
+def _evaluate_resized(problem: Problem, size: int, source: str, evaluate_fn: Callable[..., EvalResult],
+                      options: dict[str, Any]) -> tuple[EvalResult, bool] | None:
+    """``source`` evaluated (correctness only) with every batched input at leading size ``size``, or, where the
+    reference rejects that, with the first tensor input alone resized (then the flag is True); None when the
+    reference rejects both."""
+    for first_only in (False, True):
+        try:
+            return evaluate_fn(resized_problem(problem, size, first_only=first_only), source, benchmark=False,
+                               **options), first_only
+        except ProblemError as exc:
+            log.info("generalize: the reference of %s rejects leading size %d%s: %s", problem.name, size,
+                     " (first input only)" if first_only else "", exc)
+    return None

@@ -190,3 +190,15 @@ def test_kernels_stay_specialised_where_the_leading_size_cannot_change(name: str
     assert cand.source is not None, cand.note
     assert "shape-specialised" in cand.note and why in cand.note, cand.note
     assert "kernels are shape-specialized" in cand.source and "_lead(" not in cand.source
+
+
+def test_a_square_operand_whose_first_dimension_is_contracted_leaves_the_first_input_generic() -> None:
+    """``A @ x`` with M == K (the scaled-down 4_Matrix_vector_multiplication): resizing every input whose first
+    dimension is the leading size breaks the contraction, so the reference rejects it; resizing A alone (the
+    evaluator's fallback) shows M follows the batch, and the kernel takes it at run time."""
+    problem = _problem("square_matvec", "", "a, x):\n        return torch.matmul(a, x)",
+                       "[torch.randn(48, 48), torch.randn(48, 1)]")
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))
+    assert cand.source is not None, cand.note
+    assert "shape-specialised" not in cand.note and "_lead(a0" in cand.source, cand.note
+    assert "_expect(a1, (48, 1)" in cand.source  # the vector keeps its size

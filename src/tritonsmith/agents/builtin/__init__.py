@@ -221,13 +221,18 @@ def _shape_generic(problem: Problem, options: dict[str, Any], traced: Any, plan:
 
 
 def _export_other(problem: Problem, size: int) -> Exported | str:
-    """The reference exported at leading size ``size``, or why it does not accept that size."""
+    """The reference exported at leading size ``size``, or why it does not accept that size. As the
+    evaluator's ``generalize`` check: every input sharing the leading size resized, else (``A @ B`` with
+    M == K) the first alone."""
     from tritonsmith.agents.builtin._trace import export_problem
 
-    try:
-        return export_problem(problem, lead=size)
-    except Exception as exc:  # the reference rejects the size (a baked-in batch size): its limit, not our bug
-        return f"the reference does not accept leading size {size}: {type(exc).__name__}: {str(exc)[:200]}"
+    why = ""
+    for first_only in (False, True):
+        try:
+            return export_problem(problem, lead=size, first_only=first_only)
+        except Exception as exc:  # the reference rejects the size (a baked-in batch size): its limit, not our bug
+            why = why or f"{type(exc).__name__}: {str(exc)[:200]}"
+    return f"the reference does not accept leading size {size}: {why}"
 
 
 class BuiltinGenerator:

@@ -19,7 +19,7 @@ from tritonsmith.agents.builtin._convcl import CL_FORMAT, channels_last_strides
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
 from tritonsmith.agents.builtin._ir import (REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, contiguous_strides,
                                            is_fill, numel)
-from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout, resolve_base
+from tritonsmith.agents.builtin._partition import FULL, KEPT, ROW, Group, Plan, layout, resolve_base
 
 _IDX64_AT = (1 << 31) - (1 << 24)
 
@@ -110,6 +110,8 @@ class KernelWriter:
         fill = resolve_base(a, self.plan.owner)
         if is_fill(fill):  # a constant: a block of its value, nothing to load
             return fill_expr(fill, "lin" if rank == FULL else "k")
+        if rank == FULL and self._per_row(a, use):  # a row's own value (BatchNorm's weight): by row, not element
+            return self.value(a, self.g.domain.kept_shape, KEPT, lines, cache, as_float)  # type: ignore[union-attr]
         key = (a.id, use, rank)
         if key not in cache:
             base, strides, off = layout(a, self.plan.owner)
@@ -125,6 +127,18 @@ class KernelWriter:
             lines.append(f"{var} = {load}{cast}  # {describe_external(a)}")
             cache[key] = var
         return cache[key]
+
+    def _per_row(self, a: Node, use: tuple[int, ...]) -> bool:
+        """Whether external ``a``, read at the full rank ``use`` of a row kernel, is constant along every reduced
+        dimension: then it is one value per row, loaded by the row index ``k`` (a ``[BLOCK_K, 1]`` tile) instead
+        of by element from ``lin`` (a division, a modulo and a gathered load per element: BatchNorm's weight,
+        bias and a convolution's bias in its statistics and apply loops)."""
+        dom = self.g.domain
+        if self.g.kind != ROW or dom is None or self.order is not None or tuple(use) != tuple(dom.shape):
+            return False
+        _, strides, _ = layout(a, self.plan.owner)
+        bstrides = broadcast_strides(a.shape, strides, use)
+        return all(bstrides[d] == 0 for d in dom.dims) and any(bstrides[d] for d in range(len(use)))
 
     def pointwise_line(self, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
         rank = self.g.rank[n.id]

@@ -42,13 +42,13 @@ class TracedProblem:
 Exported = tuple[Any, list[Any], dict[str, str]]
 
 
-def export_problem(problem: Problem, lead: int | None = None) -> Exported:
+def export_problem(problem: Problem, lead: int | None = None, *, first_only: bool = False) -> Exported:
     """``torch.export`` the reference on the ``meta`` device (no data, no GPU).
 
     Returns (program, inputs, accessors): ``accessors`` maps every parameter and buffer path of the module
     tree (``features.3.weight``) to the Python expression that reads it from ``self``
     (``self.features[3].weight``). ``lead``: export with the inputs' leading dimension resized to it
-    (``resize_leading``), to see which sizes follow it.
+    (``resize_leading``; ``first_only``: the first tensor input alone), to see which sizes follow it.
     """
     from tritonsmith.core.problem import ProblemError
     from tritonsmith.core.problem_meta import exec_reference, instantiate
@@ -66,7 +66,7 @@ def export_problem(problem: Problem, lead: int | None = None) -> Exported:
         model, _, inputs = instantiate(module, problem.name, "cpu")
     patch_recurrent(model)
     if lead is not None:
-        inputs = resize_leading(list(inputs), lead)
+        inputs = resize_leading(list(inputs), lead, first_only=first_only)
     program = _export(model, tuple(inputs))
     paths = [n for n, _ in model.named_parameters(remove_duplicate=False)]
     paths += [n for n, _ in model.named_buffers(remove_duplicate=False)]
@@ -78,12 +78,15 @@ def leading_size(inputs: list[Any]) -> int | None:
     return next((int(v.shape[0]) for v in inputs if isinstance(v, torch.Tensor) and v.dim() > 0), None)
 
 
-def resize_leading(inputs: list[Any], size: int) -> list[Any]:
-    """``inputs`` with every tensor whose first dimension is the leading size resized to ``size`` along it
-    (the tensors the evaluator's ``generalize`` check resizes); values are zeros (export reads no data)."""
+def resize_leading(inputs: list[Any], size: int, *, first_only: bool = False) -> list[Any]:
+    """``inputs`` with every tensor whose first dimension is the leading size resized to ``size`` along it,
+    or with ``first_only`` the first such tensor alone (the tensors the evaluator's ``generalize`` check
+    resizes, in its two modes); values are zeros (export reads no data)."""
     lead = leading_size(inputs)
-    return [torch.zeros((size, *v.shape[1:]), dtype=v.dtype, device=v.device)
-            if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == lead else v for v in inputs]
+    batched = [i for i, v in enumerate(inputs) if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == lead]
+    chosen = set(batched[:1] if first_only else batched)
+    return [torch.zeros((size, *v.shape[1:]), dtype=v.dtype, device=v.device) if i in chosen else v
+            for i, v in enumerate(inputs)]
 
 
 def _export(model: torch.nn.Module, inputs: tuple[Any, ...]) -> Any:
