@@ -202,3 +202,18 @@ def test_a_square_operand_whose_first_dimension_is_contracted_leaves_the_first_i
     assert cand.source is not None, cand.note
     assert "shape-specialised" not in cand.note and "_lead(a0" in cand.source, cand.note
     assert "_expect(a1, (48, 1)" in cand.source  # the vector keeps its size
+
+
+def test_an_elementwise_op_whose_output_holds_the_batch_in_a_later_dimension_stays_generic(tmp_path: Path) -> None:
+    """75_Gemm_GroupNorm_Min_BiasAdd's tail: ``x.min(1, keepdim=True) + bias[1, C, 1, 1]`` broadcasts the batch
+    into dimension 2 of the output ``[1, C, N, 1]``; the kernel indexes with the run-time size there and stays
+    correct at other leading sizes (it was shape-specialised: only matmuls indexed a moved leading size)."""
+    problem = _problem("moved_batch", "        self.bias = nn.Parameter(torch.randn(1, 5, 1, 1))",
+                       "x):\n        return torch.min(x, dim=1, keepdim=True)[0] + self.bias", "[torch.randn(6, 9)]")
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))
+    assert cand.source is not None, cand.note
+    assert "shape-specialised" not in cand.note and "% lead" in cand.source, cand.note
+    from tritonsmith.evaluator._evaluate import evaluate
+
+    result = evaluate(problem, cand.source, device="cpu", trials=1, generalize=True, timeout_s=300)
+    assert result.ok and result.generalizes == "yes", (result.message, result.generalize_note)

@@ -171,3 +171,41 @@ def offset_expr(idx: str, use: tuple[int, ...], strides: tuple[int, ...], base: 
     if base:
         terms.append(str(base))
     return " + ".join(reversed(terms)) if terms else "0"
+
+
+def offset_text(idx: str, use: tuple[int | str, ...], strides: tuple[int | str, ...], base: int) -> str:
+    """``offset_expr`` where some sizes or strides are kernel text (a leading size a view moved off the first
+    dimension: ``lead * 4``); no dimensions are merged, sizes of 1 are skipped."""
+    dims = [i for i, s in enumerate(use) if s != 1]
+    terms: list[str] = []
+    inner: list[int | str] = []
+    for i in reversed(dims):
+        size, st = use[i], strides[i]
+        if st != 0:
+            div = _product(inner)
+            q = idx if div == "1" else f"({idx} // {div})"
+            t = q if i == dims[0] else f"({q} % {_group(size)})"
+            terms.append(t if st == 1 else f"{t} * {_group(st)}")
+        inner.append(size)
+    if base:
+        terms.append(str(base))
+    return " + ".join(reversed(terms)) if terms else "0"
+
+
+def _product(factors: list[int | str]) -> str:
+    """The product of sizes as kernel text: the literal factors multiplied out, the text ones kept."""
+    n = 1
+    texts = []
+    for f in factors:
+        if isinstance(f, int):
+            n *= f
+        else:
+            texts.append(_group(f))
+    parts = ([str(n)] if n != 1 else []) + texts
+    if not parts:
+        return "1"
+    return parts[0] if len(parts) == 1 else "(" + " * ".join(parts) + ")"
+
+
+def _group(x: int | str) -> str:
+    return str(x) if isinstance(x, int) or x.isidentifier() else f"({x})"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tritonsmith.agents.builtin._convcl import CL_FORMAT, channels_last_strides
-from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, pw_expr
+from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, offset_text, pw_expr
 from tritonsmith.agents.builtin._ir import (REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, contiguous_strides,
                                            is_fill, numel)
 from tritonsmith.agents.builtin._partition import FULL, KEPT, ROW, Group, Plan, layout, resolve_base
@@ -120,13 +120,42 @@ class KernelWriter:
             bstrides = broadcast_strides(a.shape, strides, use)
             if self.order is not None and rank == FULL:
                 use, bstrides = tuple(use[d] for d in self.order), tuple(bstrides[d] for d in self.order)
-            offs = offset_expr(idx, use, bstrides, off)
+            moved = self._moved_lead(use) if rank == FULL and self.order is None else None
+            offs = self._moved_offset(a, use, bstrides, off, moved) if moved else offset_expr(idx, use, bstrides, off)
             var = f"x{len(cache)}_{rank[0]}"
             load = f"tl.load({ptr} + {offs})" if offs.isdigit() else f"tl.load({ptr} + {offs}, mask={mask}, other=0)"
             cast = ".to(tl.float32)" if a.dtype.is_floating_point else ""
             lines.append(f"{var} = {load}{cast}  # {describe_external(a)}")
             cache[key] = var
         return cache[key]
+
+    def _moved_lead(self, use: tuple[int, ...]) -> int | None:
+        """The dimension of ``use`` (the shape this group's elements walk) that follows the leading size when a
+        view moved it off the first (``[1, C, N, 1]``, attention's ``[2, N, 32]``); None otherwise."""
+        lead = self.lead
+        if lead is None:
+            return None
+        d = next((lead.dim(n) for n in self.g.nodes if n.shape == use and lead.batched(n)), 0)
+        return d or None
+
+    def _moved_offset(self, a: Node, use: tuple[int, ...], bstrides: tuple[int, ...], off: int, d: int) -> str:
+        """``a``'s offset for row-major index ``lin`` of ``use`` whose dimension ``d`` is ``lead * c`` at run time:
+        the sizes from ``d`` outwards and, where ``a`` follows the leading size too, its strides before it, are
+        text (``a`` must then be contiguous, as ``strides_text`` requires of a base)."""
+        lead = self.lead
+        assert lead is not None
+        sizes: list[int | str] = [self.size(s) if i == d else s for i, s in enumerate(use)]
+        strides: list[int | str] = list(bstrides)
+        if lead.batched(a):
+            da, a_strides = lead.dim(a) + len(use) - len(a.shape), layout(a, self.plan.owner)[1]
+            if da != d:
+                raise NotGeneric(f"{self.name} reads {describe_external(a)}, whose dimension {lead.dim(a)} follows "
+                                 f"the leading size, as dimension {da} of elements whose dimension {d} does")
+            if a_strides != contiguous_strides(a.shape):
+                raise NotGeneric(f"{self.name} reads {describe_external(a)}, whose dimension {lead.dim(a)} follows "
+                                 f"the leading size, through strides {a_strides}: only a contiguous one is indexed")
+            strides = [self.size(st) if i < d and st else st for i, st in enumerate(strides)]
+        return offset_text("lin", tuple(sizes), tuple(strides), off)
 
     def _per_row(self, a: Node, use: tuple[int, ...]) -> bool:
         """Whether external ``a``, read at the full rank ``use`` of a row kernel, is constant along every reduced

@@ -16,7 +16,8 @@ the batch at run time, and the scalars that count them (a mean's ``sum / N``) ar
 it as their M, N, batch or contracted K (``mm_roles``), and split-K's sum over its chunks as its row count.
 Kept specialised (``NotGeneric``, with the reason in the candidate's note and the module's header): a leading
 size of 1, any other value of fixed size computed from a batch-sized one (a contraction over the batch
-other than a matmul's K loop), a moved leading size reaching any other op, a scan, concatenation or pooling window along
+other than a matmul's K loop), a moved leading size reaching any op but an elementwise one that keeps it in the
+same dimension, a view, a matmul or split-K's sum, a scan, concatenation or pooling window along
 the leading dimension, an ``iota`` along it, a scalar that changes otherwise (an unbiased variance's ``N - 1``).
 """
 
@@ -161,7 +162,7 @@ def _check_axis(n: Node, lead: Lead) -> None:
     and reductions whose every dimension before it is reduced (split-K's sum over its chunks): the other
     families index the first dimension only."""
     moved = [a for a in (n, *n.node_args()) if lead.batched(a) and lead.dim(a)]
-    if not moved or n.kind == VIEW:
+    if not moved or n.kind == VIEW or _elementwise_along(n, lead):
         return
     d = lead.dim(moved[0])
     src = n.args[0] if n.kind == REDUCE else None
@@ -169,8 +170,18 @@ def _check_axis(n: Node, lead: Lead) -> None:
             (not lead.batched(n) or lead.dim(n) == lead.dim(src)):
         return
     what = "its" if moved[0] is n else f"{_what(moved[0])}'s"
-    raise NotGeneric(f"{_what(n)}: {what} dimension {d} follows the leading size, and only matmuls and split-K's "
-                     "sum index it there")
+    raise NotGeneric(f"{_what(n)}: {what} dimension {d} follows the leading size, and only matmuls, split-K's "
+                     "sum and elementwise ops that keep it there index it there")
+
+
+def _elementwise_along(n: Node, lead: Lead) -> bool:
+    """An elementwise op whose output follows the leading size in one dimension, and every batched argument
+    (broadcast to the output's rank) in that same one: its kernel walks the output in row-major order and
+    indexes each argument with the run-time size there (``KernelWriter._moved_offset``)."""
+    if n.kind != PW or n.op in ("cat", "iota") or not lead.batched(n):
+        return False
+    d = lead.dim(n)
+    return all(lead.dim(a) + len(n.shape) - len(a.shape) == d for a in n.node_args() if lead.batched(a))
 
 
 def mm_roles(mm: Node, lead: Lead) -> str:
