@@ -8,7 +8,9 @@ against KERNELBENCH_DIR/level{L}/{problem}.py with ``generalize=True`` (correctn
 inputs' leading dimension halved and at an odd size. Prints a table (problem, generalizes yes/no/n/a, note)
 and the share that generalises among the kernels whose reference accepts other leading sizes; writes
 generalize.json and generalize.md into --out when given. ``--scale`` must match the run (a CPU run with
---scale wrote kernels for the scaled problems).
+--scale wrote kernels for the scaled problems). RUN_DIR may also be a recorded results folder
+(``benchmarks/results/...``: results.jsonl and kernels_and_logs.tar.gz): its kernels are unpacked to a
+temporary run folder first.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
+import tarfile
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from collections.abc import Callable
@@ -86,10 +91,29 @@ def main() -> None:
             (args.out / "generalize.json").write_text(json.dumps(rows, indent=1))
             (args.out / "generalize.md").write_text(markdown(rows, command))
 
-    rows = check_run(args.run_dir, args.kernelbench, args.device, args.scale, args.timeout, rows=previous,
-                     on_row=save)
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = as_run_dir(args.run_dir, Path(tmp))
+        rows = check_run(run_dir, args.kernelbench, args.device, args.scale, args.timeout, rows=previous,
+                         on_row=save)
     save(rows)
     print(markdown(rows, command))
+
+
+def as_run_dir(path: Path, tmp: Path) -> Path:
+    """``path`` itself when it holds ``kernels/``; for a recorded results folder (``results.jsonl`` beside
+    ``kernels_and_logs.tar.gz``), a run folder in ``tmp`` with its records and unpacked kernels."""
+    packed = path / "kernels_and_logs.tar.gz"
+    if (path / "kernels").is_dir() or not packed.exists():
+        return path
+    run = tmp / "run"
+    run.mkdir()
+    for name in ("results.jsonl", "run.json"):
+        if (path / name).exists():
+            shutil.copy(path / name, run / name)
+    with tarfile.open(packed) as tar:
+        tar.extractall(run, members=[m for m in tar.getmembers() if m.name.startswith("kernels/") and m.isreg()
+                                     and ".." not in m.name], filter="data")
+    return run
 
 
 if __name__ == "__main__":
