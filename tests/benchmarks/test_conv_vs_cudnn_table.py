@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("conv_vs_cudnn_table", REPO / "benchmarks" / "conv_vs_cudnn_table.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from _scripts import load_script
 
 
 def _row(key: str, status: str, cand: float, eager: float, comp: float) -> dict:
@@ -25,7 +16,7 @@ def _row(key: str, status: str, cand: float, eager: float, comp: float) -> dict:
 
 
 def test_later_rows_replace_earlier_ones_and_the_kernel_says_where_its_convolution_runs(tmp_path: Path) -> None:
-    mod = _module()
+    mod = load_script("conv_vs_cudnn_table")
     first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     first.write_text("\n".join(json.dumps(r) for r in (
         _row("level1/63_conv_standard_2D", "crashed", 0, 0, 0), _row("level1/5_Matrix_scalar", "correct", 1, 1, 1),

@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import tarfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("generalize_check", REPO / "benchmarks" / "generalize_check.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from _scripts import load_script
 
 
 def test_a_results_folder_is_unpacked_into_a_run_folder_with_only_its_kernels(tmp_path: Path) -> None:
-    mod = _module()
+    mod = load_script("generalize_check")
     results = tmp_path / "results"
     results.mkdir()
     (results / "results.jsonl").write_text('{"key": "level1/1_x"}\n')

@@ -3,7 +3,6 @@ the table it prints (synthetic figures; nothing is timed here)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
@@ -11,16 +10,12 @@ import pytest
 
 from tritonsmith.core.problem import Problem
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "rewrites_gpu.py"
+from _scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rewrites_gpu", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("rewrites_gpu")
 
 
 def test_arguments(bench: ModuleType, tmp_path: Path) -> None:
