@@ -309,9 +309,12 @@ def test_a_failure_against_an_ill_conditioned_reference_says_so(tmp_path, softma
     pattern = result.correctness.mismatch.pattern
     assert 1.0 < pattern["reference_vs_float64"] <= 4.0
     assert "the reference is ill-conditioned on these inputs" in result.feedback()
+    # the message alone is what suite records, reports and the CLI line carry
+    assert "the reference is ill-conditioned here" in result.message and "from its float64 result" in result.message
     bad = softmax_candidate.replace("out = num / tl.sum(num, axis=0)", "out = num / (tl.sum(num, axis=0) + 1.0)")
     ordinary = evaluate(softmax_reference, bad, device="cpu", trials=2)
     assert ordinary.status is EvalStatus.WRONG_OUTPUT and "ill-conditioned" not in ordinary.feedback()
+    assert "ill-conditioned" not in ordinary.message
     assert "reference_vs_float64" not in (ordinary.correctness.mismatch.pattern or {})
 
 
