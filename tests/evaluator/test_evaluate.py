@@ -318,6 +318,34 @@ def test_a_failure_against_an_ill_conditioned_reference_says_so(tmp_path, softma
     assert "reference_vs_float64" not in (ordinary.correctness.mismatch.pattern or {})
 
 
+FLOAT32_CONSTANT_REFERENCE = HEADER + '''
+
+class Model(nn.Module):
+    def forward(self, x):
+        # a float32 tensor made in forward: the float64 copy of this model cannot multiply by it
+        return (x @ torch.eye(x.shape[-1])) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(37, 29)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_wrong_kernel_against_a_reference_without_a_float64_copy_is_wrong_output_not_a_crash(tmp_path):
+    """The ill-conditioning diagnosis runs the reference in float64; where that raises (a float32 tensor made in
+    forward, as an LSTM's random initial state), the verdict stands without it instead of the worker dying."""
+    ref, cand = tmp_path / "eye.py", tmp_path / "eye_triton.py"
+    ref.write_text(FLOAT32_CONSTANT_REFERENCE)
+    cand.write_text(EXACT_IDENTITY)  # x, not 2x
+    result = evaluate(ref, cand, device="cpu", trials=2)
+    assert result.status is EvalStatus.WRONG_OUTPUT, result.message
+    assert "ill-conditioned" not in result.message
+
+
 def test_the_numerics_tolerance_judges_against_float64(tmp_path, softmax_reference, softmax_candidate):
     """``--tolerance numerics`` (float64, relative to the reference's own error): an honest kernel passes, a
     wrong one fails, and the exact kernel an ill-conditioned reference fails under ``kernelbench`` passes

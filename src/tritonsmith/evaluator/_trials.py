@@ -84,7 +84,8 @@ def _ill_conditioned(job: Job, ref_model: Any, inputs: list[Any], mismatch: dict
         if not isinstance(ref, torch.Tensor) or ref.dtype != torch.float32:
             return
         exact = float64_reference(ref_model, inputs)[i].float()
-    except torch.OutOfMemoryError:  # a float64 copy of a large model: the verdict stands without the diagnosis
+    except Exception:  # noqa: BLE001 - a float64 copy too large, an op without a float64 kernel, float32 draws
+        # mixed into a float64 model (an LSTM's random initial state): the verdict stands without the diagnosis
         return
     tol = kernelbench_tolerance(ref.dtype)
     if not torch.allclose(ref, exact, atol=tol, rtol=tol, equal_nan=True):

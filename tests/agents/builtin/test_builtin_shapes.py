@@ -65,6 +65,12 @@ CASES: dict[str, tuple[Problem, str]] = {
                                 "        self.gn = nn.GroupNorm(2, 6)",
                                 "x):\n        return self.gn(self.conv(x))", "[torch.randn(6, 3, 8, 9)]"),
                        "_row_0_kernel"),
+    # InstanceNorm runs as BatchNorm over a [1, N * C, ...] view: the add before the view reads the input and
+    # a per-channel parameter in their own shapes, the rows follow the leading size in dimension 1
+    "instancenorm_view": (_problem("instancenorm_view", "        self.b = nn.Parameter(torch.randn(4, 1, 1))\n"
+                                  "        self.norm = nn.InstanceNorm2d(4)",
+                                  "x):\n        return self.norm(x + self.b) * 2.0", "[torch.randn(6, 4, 5, 7)]"),
+                          "_row_0_kernel"),
     "batchnorm_train": (_problem("batchnorm_train", "        self.bn = nn.BatchNorm2d(5)",
                                  "x):\n        return self.bn(x)", "[torch.randn(6, 5, 7, 9)]"), "_row_0_kernel"),
     "cross_entropy": (_problem("cross_entropy", "", "x, y):\n        return F.cross_entropy(x, y)",
@@ -213,6 +219,28 @@ def test_an_elementwise_op_whose_output_holds_the_batch_in_a_later_dimension_sta
     cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))
     assert cand.source is not None, cand.note
     assert "shape-specialised" not in cand.note and "% lead" in cand.source, cand.note
+    from tritonsmith.evaluator._evaluate import evaluate
+
+    result = evaluate(problem, cand.source, device="cpu", trials=1, generalize=True, timeout_s=300)
+    assert result.ok and result.generalizes == "yes", (result.message, result.generalize_note)
+
+
+def test_an_lstm_with_random_initial_states_of_the_batch_size_stays_generic() -> None:
+    """35_LSTM: ``h0 = torch.randn(layers, batch, hidden)`` holds the batch in dimension 1, so its strides
+    change with it; the forward draws it at the run-time size (``x.shape[0]``) and the linear layer after the
+    torch LSTM stays shape-generic, correct at other leading sizes (it was shape-specialised). The draws differ
+    between reference and candidate (the evaluator does not reseed between them); 64 steps, as 35's 512, make
+    the output forget the initial state, so only a wrong shape or layout fails here."""
+    problem = _problem("lstm_random_state", "        self.lstm = nn.LSTM(5, 8, 2, batch_first=True)\n"
+                       "        self.fc = nn.Linear(8, 3)",
+                       "x):\n        h0 = torch.randn(2, x.size(0), 8, device=x.device)\n"
+                       "        c0 = torch.randn(2, x.size(0), 8, device=x.device)\n"
+                       "        out, _ = self.lstm(x, (h0, c0))\n        return self.fc(out[:, -1, :])",
+                       "[torch.randn(6, 64, 5)]")
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))
+    assert cand.source is not None, cand.note
+    assert "shape-generic" in cand.note, cand.note
+    assert "torch.randn((2, x.shape[0], 8)" in cand.source
     from tritonsmith.evaluator._evaluate import evaluate
 
     result = evaluate(problem, cand.source, device="cpu", trials=1, generalize=True, timeout_s=300)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from tritonsmith.agents.builtin._convcl import TO_CHANNELS_LAST
@@ -290,7 +291,7 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
                     lines.append(f"        cl{x.id} = _to_channels_last({args[0]})")
                     copies.add(x.id)
                 args[0] = f"cl{x.id}"
-            call = n.attrs["call"].format(*args)
+            call = n.attrs["call"].format(*args, **({"size": _drawn_size(n, plan, expr)} if "size" in n.attrs else {}))
             names[n.id] = f"t{n.id}"
             if "call_id" in n.attrs:
                 if n.attrs["call_id"] not in shared:
@@ -317,6 +318,23 @@ def _forward(arg_names: list[str], traced: TracedProblem, plan: Plan, kernels: d
             expr(resolve_base(o, plan.owner)) for o in traced.graph.outputs]
     lines.append(f"        return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ')'}")
     return "\n".join(lines) + "\n"
+
+
+def _drawn_size(n: Node, plan: Plan, expr: Callable[[Node], str]) -> str:
+    """The size of a random tensor drawn in forward (an LSTM's initial states, ``[layers, batch, hidden]``):
+    the reference's, or with the run-time leading size where it follows it, read off an input whose first
+    dimension is ``c * lead``."""
+    size, lead = n.attrs["size"], plan.lead
+    if lead is None or not lead.batched(n):
+        return str(tuple(size))
+    x = next((i for i in plan.graph.inputs if lead.batched(i) and not lead.dim(i)), None)
+    if x is None:
+        raise NotGeneric(f"a random tensor of size {list(size)} follows the leading size, and no input shows it")
+    d, per_x = lead.dim(n), lead.scale[x.id]
+    lead_text = f"{expr(x)}.shape[0]" if per_x == 1 else f"{expr(x)}.shape[0] // {per_x}"
+    c = lead.scale[n.id]
+    items = [(lead_text if c == 1 else f"{c} * {lead_text}") if i == d else str(v) for i, v in enumerate(size)]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 def _view_shape(a: Node, plan: Plan) -> str:

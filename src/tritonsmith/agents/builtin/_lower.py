@@ -150,8 +150,10 @@ def _random(lw: _Lowering, fx: Any, size_or_x: Any, *_: Any, **__: Any) -> Node:
         return lw.extern(f"torch.{fn}_like({{0}})", (size_or_x,), val, op=fn)
     if not lw.g.inputs:
         raise UnsupportedError(f"torch.{fn} in a forward without tensor inputs (no device to draw on)")
-    shape = tuple(int(v) for v in val.shape)
-    return lw.extern(f"torch.{fn}({shape}, dtype={val.dtype}, device={{0}}.device)", (lw.g.inputs[0],), val, op=fn)
+    # the size apart from the call: where it follows the leading size, the forward writes it at run time
+    size = tuple(int(v) for v in val.shape)
+    return lw.extern(f"torch.{fn}({{size}}, dtype={val.dtype}, device={{0}}.device)", (lw.g.inputs[0],), val, op=fn,
+                     size=size)
 
 
 @_reg(aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default, aten.contiguous.default)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import PW, REDUCE, Node, NotGeneric, contiguous_strides, numel
+from tritonsmith.agents.builtin._ir import PW, REDUCE, Lead, Node, NotGeneric, contiguous_strides, numel
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, next_pow2, row_index_lines
 from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan, layout
 
@@ -291,9 +291,10 @@ class _RowWriter:
 
 def _lead_axis(plan: Plan, g: Group) -> int:
     """The domain's dimension that follows the leading size (0 but for split-K's sum over its chunks, where
-    it is M in ``[S, M, N]``). Then every dimension before it is reduced (``_shapes``), and each full-rank
-    value read must be a contiguous tensor of the domain's shape (its offset is the row-major index), so
-    that only the reduced strides hold the leading size."""
+    it is M in ``[S, M, N]``, or InstanceNorm's ``[1, N * C, ...]`` view). Then every dimension before it is
+    reduced (``_shapes``), and each full-rank value read must be a contiguous tensor of the domain's shape
+    (its offset is the row-major index), so that only the reduced strides hold the leading size, or be read
+    by an elementwise op before such a view (``_before_view``)."""
     lead, dom = plan.lead, g.domain
     assert lead is not None and dom is not None
     src = next((n.args[0] for n in g.nodes if n.kind == REDUCE and lead.batched(n.args[0])), None)
@@ -305,10 +306,25 @@ def _lead_axis(plan: Plan, g: Group) -> int:
             if g.has(a) or not (n.kind == REDUCE or g.rank.get(n.id) == FULL):
                 continue
             _, strides, off = layout(a, plan.owner)
+            if _before_view(n, a, lead, dom.shape, (tuple(strides), off)):
+                continue
             if tuple(a.shape) != tuple(dom.shape) or (tuple(strides), off) != (contiguous_strides(a.shape), 0):
                 raise NotGeneric(f"{g.nodes[0].op or g.kind} reads {list(a.shape)} over rows whose dimension {axis} "
                                  "follows the leading size: only a contiguous tensor of the rows' shape is indexed")
     return axis
+
+
+def _before_view(n: Node, a: Node, lead: Lead, dom_shape: tuple[int, ...], a_layout: tuple[tuple[int, ...], int]) -> bool:
+    """Whether elementwise ``n`` reads ``a`` in its own shape, where the leading size is still the first
+    dimension (InstanceNorm's ``x + bias`` before the ``[1, N * C, ...]`` view): the group walks ``n``'s
+    elements in the same row-major order as the domain's, so ``a``'s offset is ``lin`` decoded by ``n``'s inner
+    sizes, which the leading size is not among (the first dimension is never taken modulo). A batched ``a``
+    must be contiguous, so that no stride holds the leading size either."""
+    if n.kind != PW or tuple(n.shape) == tuple(dom_shape) or (lead.batched(n) and lead.dim(n)):
+        return False
+    if not lead.batched(a):
+        return True
+    return lead.dim(a) + len(n.shape) - len(a.shape) == 0 and a_layout == (contiguous_strides(a.shape), 0)
 
 
 def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:

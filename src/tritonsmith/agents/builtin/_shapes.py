@@ -27,7 +27,8 @@ __all__ = ["NotGeneric", "generic_lead", "mm_roles", "other_lead"]
 
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import MM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lead, Node, NotGeneric
+from tritonsmith.agents.builtin._ir import (EXTERN, MM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lead, Node, NotGeneric,
+                                            contiguous_strides)
 
 def other_lead(ref: int) -> int:
     """The second leading size traced: odd (so a size that must be even shows) and not ``ref``."""
@@ -95,14 +96,27 @@ def _differs(a: Node, b: Node) -> str:
         return f"{a.kind} {a.op} becomes {b.kind} {b.op}"
     if len(a.shape) != len(b.shape):
         return f"rank {len(a.shape)} becomes {len(b.shape)}"
-    if (_strides_seen(a), a.offset) != (_strides_seen(b), b.offset):
+    if (_strides_seen(a), a.offset) != (_strides_seen(b), b.offset) and not _drawn(a, b):
         return f"strides {a.strides} (offset {a.offset}) become {b.strides} (offset {b.offset})"
     if len(a.args) != len(b.args) or any(isinstance(x, Node) != isinstance(y, Node) or (isinstance(x, Node) and
                                              not _same_arg(x, y)) for x, y in zip(a.args, b.args, strict=True)):
         return "its arguments differ"
-    if not _same_attrs(a.attrs, b.attrs):
+    if not _same_attrs(_without_size(a), _without_size(b)):
         return f"attributes {a.attrs} become {b.attrs}"
     return ""
+
+
+def _drawn(a: Node, b: Node) -> bool:
+    """A random tensor drawn in forward (``torch.randn(size)``, an LSTM's ``[layers, batch, hidden]`` initial
+    state): fresh and contiguous at any size, so where the leading size is a later dimension its strides
+    change with it; the forward writes the size at run time (``_emit._drawn_size``)."""
+    return a.kind == EXTERN and "size" in a.attrs and all(
+        n.strides == contiguous_strides(n.shape) and not n.offset for n in (a, b))
+
+
+def _without_size(n: Node) -> dict[str, Any]:
+    """``n``'s attributes but a drawn tensor's size, which the shapes compare (in proportion or not at all)."""
+    return {k: v for k, v in n.attrs.items() if not (k == "size" and n.kind == EXTERN)}
 
 
 def _scalar_args(a: Node, b: Node, ref: int, other: int, scalars: dict[tuple[int, int], tuple[float, int]]) -> str:
@@ -158,11 +172,12 @@ def _check(n: Node, lead: Lead) -> None:
 
 
 def _check_axis(n: Node, lead: Lead) -> None:
-    """A leading size moved off the first dimension (by a view) reaches only views, matmuls (``mm_roles``)
-    and reductions whose every dimension before it is reduced (split-K's sum over its chunks): the other
-    families index the first dimension only."""
+    """A leading size moved off the first dimension (by a view, or a torch call's output) reaches only views,
+    torch calls, matmuls (``mm_roles``) and reductions whose every dimension before it is reduced (split-K's
+    sum over its chunks): the other families index the first dimension only."""
     moved = [a for a in (n, *n.node_args()) if lead.batched(a) and lead.dim(a)]
-    if not moved or n.kind == VIEW or _elementwise_along(n, lead):
+    # a torch call takes its operands' sizes as they come (its text is the same at both sizes, ``_differs``)
+    if not moved or n.kind in (VIEW, EXTERN) or _elementwise_along(n, lead):
         return
     d = lead.dim(moved[0])
     src = n.args[0] if n.kind == REDUCE else None
