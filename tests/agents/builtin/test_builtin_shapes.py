@@ -71,6 +71,11 @@ CASES: dict[str, tuple[Problem, str]] = {
                                   "        self.norm = nn.InstanceNorm2d(4)",
                                   "x):\n        return self.norm(x + self.b) * 2.0", "[torch.randn(6, 4, 5, 7)]"),
                           "_row_0_kernel"),
+    # attention with batch_first: q, k, v are views of [L, B, 3E] whose strides hold the batch, and the scores'
+    # batched matmul reads v as [B * H, L, d] through a stride of B * d
+    "attention_layer": (_problem("attention_layer", "        self.layer = nn.TransformerEncoderLayer(16, 2, 32, "
+                                 "dropout=0.0, batch_first=True)",
+                                 "x):\n        return self.layer(x)", "[torch.randn(6, 3, 16)]"), "_matmul_"),
     "batchnorm_train": (_problem("batchnorm_train", "        self.bn = nn.BatchNorm2d(5)",
                                  "x):\n        return self.bn(x)", "[torch.randn(6, 5, 7, 9)]"), "_row_0_kernel"),
     "cross_entropy": (_problem("cross_entropy", "", "x, y):\n        return F.cross_entropy(x, y)",

@@ -173,7 +173,7 @@ def offset_expr(idx: str, use: tuple[int, ...], strides: tuple[int, ...], base: 
     return " + ".join(reversed(terms)) if terms else "0"
 
 
-def offset_text(idx: str, use: tuple[int | str, ...], strides: tuple[int | str, ...], base: int) -> str:
+def offset_text(idx: str, use: tuple[int | str, ...], strides: tuple[int | str, ...], base: int | str) -> str:
     """``offset_expr`` where some sizes or strides are kernel text (a leading size a view moved off the first
     dimension: ``lead * 4``); no dimensions are merged, sizes of 1 are skipped."""
     dims = [i for i, s in enumerate(use) if s != 1]

@@ -19,7 +19,7 @@ from tritonsmith.agents.builtin._convcl import CL_FORMAT, channels_last_strides
 from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, offset_text, pw_expr
 from tritonsmith.agents.builtin._ir import (REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, contiguous_strides,
                                            is_fill, numel)
-from tritonsmith.agents.builtin._partition import FULL, KEPT, ROW, Group, Plan, layout, resolve_base
+from tritonsmith.agents.builtin._partition import FULL, KEPT, ROW, Group, Plan, layout, layout_at, resolve_base
 
 _IDX64_AT = (1 << 31) - (1 << 24)
 
@@ -118,10 +118,17 @@ class KernelWriter:
             ptr = self.base_ptr(base)
             idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
             bstrides = broadcast_strides(a.shape, strides, use)
+            texts = self.lead_layout(a, use, bstrides, off)
             if self.order is not None and rank == FULL:
                 use, bstrides = tuple(use[d] for d in self.order), tuple(bstrides[d] for d in self.order)
+                texts = (tuple(texts[0][d] for d in self.order), texts[1])
             moved = self._moved_lead(use) if rank == FULL and self.order is None else None
-            offs = self._moved_offset(a, use, bstrides, off, moved) if moved else offset_expr(idx, use, bstrides, off)
+            if moved:
+                offs = self._moved_offset(a, use, texts, moved)
+            elif texts != (bstrides, off):  # a stride or the offset holds the leading size (attention's q, k, v)
+                offs = offset_text(idx, use, *texts)
+            else:
+                offs = offset_expr(idx, use, bstrides, off)
             var = f"x{len(cache)}_{rank[0]}"
             load = f"tl.load({ptr} + {offs})" if offs.isdigit() else f"tl.load({ptr} + {offs}, mask={mask}, other=0)"
             cast = ".to(tl.float32)" if a.dtype.is_floating_point else ""
@@ -138,24 +145,50 @@ class KernelWriter:
         d = next((lead.dim(n) for n in self.g.nodes if n.shape == use and lead.batched(n)), 0)
         return d or None
 
-    def _moved_offset(self, a: Node, use: tuple[int, ...], bstrides: tuple[int, ...], off: int, d: int) -> str:
-        """``a``'s offset for row-major index ``lin`` of ``use`` whose dimension ``d`` is ``lead * c`` at run time:
-        the sizes from ``d`` outwards and, where ``a`` follows the leading size too, its strides before it, are
-        text (``a`` must then be contiguous, as ``strides_text`` requires of a base)."""
+    def _moved_offset(self, a: Node, use: tuple[int, ...], texts: tuple[tuple[int | str, ...], int | str],
+                      d: int) -> str:
+        """``a``'s offset for row-major index ``lin`` of ``use`` whose dimension ``d`` is ``lead * c`` at run time,
+        through ``a``'s strides and offset as ``lead_layout`` writes them."""
         lead = self.lead
         assert lead is not None
         sizes: list[int | str] = [self.size(s) if i == d else s for i, s in enumerate(use)]
-        strides: list[int | str] = list(bstrides)
-        if lead.batched(a):
-            da, a_strides = lead.dim(a) + len(use) - len(a.shape), layout(a, self.plan.owner)[1]
-            if da != d:
-                raise NotGeneric(f"{self.name} reads {describe_external(a)}, whose dimension {lead.dim(a)} follows "
-                                 f"the leading size, as dimension {da} of elements whose dimension {d} does")
-            if a_strides != contiguous_strides(a.shape):
-                raise NotGeneric(f"{self.name} reads {describe_external(a)}, whose dimension {lead.dim(a)} follows "
-                                 f"the leading size, through strides {a_strides}: only a contiguous one is indexed")
-            strides = [self.size(st) if i < d and st else st for i, st in enumerate(strides)]
-        return offset_text("lin", tuple(sizes), tuple(strides), off)
+        if lead.batched(a) and lead.dim(a) + len(use) - len(a.shape) != d:
+            raise NotGeneric(f"{self.name} reads {describe_external(a)}, whose dimension {lead.dim(a)} follows "
+                             f"the leading size, as dimension {lead.dim(a) + len(use) - len(a.shape)} of elements "
+                             f"whose dimension {d} does")
+        return offset_text("lin", tuple(sizes), *texts)
+
+    def lead_layout(self, a: Node, use: tuple[int, ...], bstrides: tuple[int, ...],
+                     off: int) -> tuple[tuple[int | str, ...], int | str]:
+        """``a``'s strides (broadcast to ``use``) and offset as kernel text: each is ``s0 + s1 * lead``, found from
+        ``a``'s layout replayed at two more leading sizes (``layout_at``) and written as the literal where
+        ``s1`` is 0. A layout that is unknown there, or not linear in the leading size, keeps the kernels
+        shape-specialised (``NotGeneric``)."""
+        lead = self.lead
+        if lead is None:
+            return bstrides, off
+        samples: list[tuple[int, tuple[int, ...], int]] = [(lead.ref, bstrides, off)]
+        for size in (lead.ref + 1, 2 * lead.ref + 3):
+            got = layout_at(a, self.plan.owner, lead, size)
+            if got is None:
+                raise NotGeneric(f"{self.name} reads {describe_external(a)}, whose layout at leading size {size} "
+                                 "cannot be derived")
+            samples.append((size, broadcast_strides(a.shape, got[0], use), got[1]))
+        strides = tuple(self._linear(a, [(s, b[i]) for s, b, _ in samples]) for i in range(len(use)))
+        return strides, self._linear(a, [(s, o) for s, _, o in samples])
+
+    def _linear(self, a: Node, points: list[tuple[int, int]]) -> int | str:
+        """``s0 + s1 * lead`` through ``points`` (leading size, value) as text (the literal where constant)."""
+        (x0, y0), (x1, y1), (x2, y2) = points
+        s1, rem = divmod(y1 - y0, x1 - x0)
+        s0 = y0 - s1 * x0
+        if rem or s0 + s1 * x2 != y2:
+            raise NotGeneric(f"{self.name} reads {describe_external(a)} through a stride or offset that does not "
+                             f"follow the leading size linearly ({y0}, {y1}, {y2} at {x0}, {x1}, {x2})")
+        if not s1:
+            return s0
+        term = "lead" if s1 == 1 else f"lead * {s1}"
+        return term if not s0 else f"({s0} + {term})"
 
     def _per_row(self, a: Node, use: tuple[int, ...]) -> bool:
         """Whether external ``a``, read at the full rank ``use`` of a row kernel, is constant along every reduced

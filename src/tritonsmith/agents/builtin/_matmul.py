@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = ["MatmulShapes", "matmul_kernel", "mm_shapes"]
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +45,9 @@ class MatmulShapes:
     m: int
     n: int
     k: int
-    a: tuple[Node, tuple[int, ...], int]  # base, (batch, m, k) strides, offset
-    b: tuple[Node, tuple[int, ...], int]  # base, (batch, k, n) strides, offset
+    # base, (batch, m, k) strides, offset (in the kernel: text where they hold the leading size, ``_held_layouts``)
+    a: tuple[Node, tuple[Any, ...], Any]
+    b: tuple[Node, tuple[Any, ...], Any]  # base, (batch, k, n) strides, offset
 
 
 def mm_shapes(plan: Plan, g: Group) -> MatmulShapes:
@@ -87,6 +89,7 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     if (pad or prec == "3xtf32") and role in ("n", "k"):
         raise NotGeneric(f"the staging kernels of zero-padded or tf32 hi/lo operands take {role.upper()} as a "
                          "compile-time size")
+    s = _held_layouts(w, mm, s, staged=pad or prec == "3xtf32")
     # the staged operands' padded row count: a literal, or computed from M in the kernel when M follows
     mp_text = str(_staged_dims(s, bm, bn, kp)[0]) if role != "m" else "(tl.cdiv(M, BLOCK_M) * BLOCK_M)"
     if prec == "3xtf32":
@@ -121,6 +124,29 @@ def matmul_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
                                 comment)
     helpers = {helper} | ({_ROWS_AT_RUN_TIME[helper]} if m_text != str(s.m) else set())
     return KernelSource(name, src, launcher, w.bases, list(g.outputs), w.helpers | helpers)
+
+
+def _held_layouts(w: KernelWriter, mm: Node, s: MatmulShapes, staged: bool) -> MatmulShapes:
+    """``s`` with each operand's strides and offset as ``KernelWriter.lead_layout`` writes them where the kernel
+    is shape-generic: a view whose stride holds the leading size (attention's ``v`` as ``[B * H, L, d]`` of a
+    ``[L, B * H, d]`` tensor) indexes with it at run time. The staging kernels take them as literals."""
+    if w.lead is None:
+        return s
+    batched = len(mm.shape) == 3
+    held = []
+    for node, (base, strides, off), use in ((mm.args[0], s.a, (s.bsz, s.m, s.k)), (mm.args[1], s.b, (s.bsz, s.k, s.n))):
+        if batched:
+            st, o = w.lead_layout(node, use, strides, off)
+        else:
+            st2, o = w.lead_layout(node, use[1:], strides[1:], off)
+            st = (0, *st2)
+        held.append((base, st, o))
+    if (held[0][1:], held[1][1:]) == ((s.a[1], s.a[2]), (s.b[1], s.b[2])):
+        return s
+    if staged:
+        raise NotGeneric("the staging kernels of zero-padded or tf32 hi/lo operands take their strides as "
+                         "literals, and one holds the leading size")
+    return dataclasses.replace(s, a=held[0], b=held[1])
 
 
 def _zero_tiles(mm: Node, full: str) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from tritonsmith.agents.builtin._ir import (
     contiguous_strides, is_fill, numel,
 )
 
-__all__ = ["Group", "Plan", "RowDomain", "apply_view", "layout", "partition", "resolve_base"]
+__all__ = ["Group", "Plan", "RowDomain", "apply_view", "layout", "layout_at", "partition", "resolve_base"]
 
 POINTWISE, ROW, MATMUL, TORCH = "pointwise", "row", "matmul", "torch"
 WINDOWS, SCANS = "window", "scan"  # group kinds of pooling windows and of scans
@@ -316,18 +316,58 @@ def layout(a: Node, owner: dict[int, Group]) -> tuple[Node, tuple[int, ...], int
     return base, tuple(v.stride()), int(v.storage_offset())
 
 
-def apply_view(t: torch.Tensor, a: Node) -> torch.Tensor:
-    """``t`` viewed as VIEW node ``a`` does (raises RuntimeError when that needs a copy)."""
+def shape_at(n: Node, lead: Lead, size: int) -> tuple[int, ...]:
+    """``n``'s shape when the leading size is ``size``."""
+    if not lead.batched(n):
+        return tuple(n.shape)
+    d = lead.dim(n)
+    return tuple(lead.scale[n.id] * size if i == d else v for i, v in enumerate(n.shape))
+
+
+def layout_at(a: Node, owner: dict[int, Group], lead: Lead, size: int) -> tuple[tuple[int, ...], int] | None:
+    """``layout(a)``'s strides and offset when the leading size is ``size``, the views replayed on the base's
+    shape at that size; None where they cannot be known (a channels-last batched output, a view that would
+    need a copy there). Kernels check with it that the strides they write hold at any leading size."""
+    if a.id in owner or a.kind in (INPUT, PARAM, EXTERN):
+        if a.id in owner and owner[a.id].kind != TORCH:
+            if a.attrs.get("channels_last"):  # NHWC: the batch's stride is the only one that holds it
+                return None if lead.batched(a) and lead.dim(a) else (tuple(a.strides), 0)
+            return contiguous_strides(shape_at(a, lead, size)), 0
+        assert a.strides is not None
+        if lead.batched(a) and lead.dim(a) and (tuple(a.strides), a.offset) == (contiguous_strides(a.shape), 0):
+            return contiguous_strides(shape_at(a, lead, size)), 0  # a drawn tensor (``_shapes._drawn``)
+        return tuple(a.strides), a.offset  # ``_shapes`` found them the same at both traced sizes
+    if a.kind != VIEW:
+        return None
+    src = a.args[0]
+    inner = layout_at(src, owner, lead, size)
+    if inner is None:
+        return None
+    src_shape = shape_at(src, lead, size)
+    t = torch.empty_strided(src_shape, inner[0], device="meta").as_strided(src_shape, inner[0], inner[1])
+    try:
+        v = apply_view(t, a, shape_at(a, lead, size))
+    except RuntimeError:
+        return None
+    if tuple(v.shape) != shape_at(a, lead, size):  # a slice or select along the leading dimension
+        return None
+    return tuple(v.stride()), int(v.storage_offset())
+
+
+def apply_view(t: torch.Tensor, a: Node, shape: tuple[int, ...] | None = None) -> torch.Tensor:
+    """``t`` viewed as VIEW node ``a`` does (raises RuntimeError when that needs a copy); ``shape``: ``a``'s
+    shape at another leading size."""
     how = a.attrs["how"]
+    shape = tuple(a.shape) if shape is None else shape
     if how == "reshape":
-        return t.view(a.shape)
+        return t.view(shape)
     if how == "permute":
         return t.permute(a.attrs["perm"])
     if how == "select":
         return t.select(a.attrs["dim"], a.attrs["index"])
     if how == "slice":
         return t[(slice(None),) * a.attrs["dim"] + (slice(a.attrs["start"], a.attrs["end"], a.attrs["step"]),)]
-    return t.expand(a.shape)
+    return t.expand(shape)
 
 
 def partition(graph: Graph) -> Plan:
