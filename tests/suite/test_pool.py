@@ -176,7 +176,8 @@ def test_a_stopped_worker_answers_with_the_attempts_that_finished(stop: str, tmp
     assert done.status == "correct" and "the run was stopped after 1 of 2 iterations" in done.message
     assert done.candidate_file and (tmp_path / "run" / done.candidate_file).read_text() == "# fake kernel\n"
     assert len(done.attempts) == 1
-    assert none.status == "error" and len(none.attempts) == 1  # retried on resume
+    # not `error` (our bug) but `stopped`: time ran out; not finished, so a resume retries it
+    assert none.status == "stopped" and len(none.attempts) == 1 and not none.finished
     assert none.message.startswith("the run was stopped (its hard stop or Ctrl-C) after 1 finished attempt and")
     assert "a resume retries it" in none.message and "interrupted" not in none.message
 

@@ -63,6 +63,10 @@ def _notes(report: SuiteReport, timed: bool) -> list[str]:
     if report.summary.runner_errors:
         notes.append(f"{report.summary.runner_errors} problems failed inside the runner (status `error`, counted "
                      "as failures here); rerunning the bench command retries them.")
+    if report.summary.stopped:
+        notes.append(f"{report.summary.stopped} problems were stopped (status `stopped`: the run's hard stop or "
+                     "Ctrl-C came before their first verdict; counted as not verified here); rerunning the bench "
+                     "command retries them.")
     if report.unfinished:
         notes.append(f"{len(report.unfinished)} problems not finished (time budget or interrupted): "
                      + ", ".join(f"`{k}`" for k in report.unfinished[:20]) + (" ..." if len(report.unfinished) > 20 else ""))

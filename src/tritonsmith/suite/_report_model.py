@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from tritonsmith.suite.results import ERROR, ProblemRecord, RunManifest
+from tritonsmith.suite.results import ERROR, STOPPED, ProblemRecord, RunManifest
 
 __all__ = ["BASELINES", "FAST_P", "Metrics", "SuiteReport", "problem_row"]
 
@@ -27,6 +27,7 @@ class Metrics:
     fast_p: dict[str, dict[str, float | None]]
     geomean: dict[str, float | None]
     runner_errors: int = 0
+    stopped: int = 0  # the run's hard stop or Ctrl-C came before the problem's first verdict
     no_compile_baseline: int = 0
 
 
@@ -71,7 +72,7 @@ def problem_row(r: ProblemRecord) -> dict[str, Any]:
 
 def _totals(records: Sequence[ProblemRecord]) -> dict[str, Any]:
     costs = [r.cost_usd for r in records if r.cost_usd is not None]
-    overheads = sorted(r.overhead_s for r in records if r.status != ERROR)
+    overheads = sorted(r.overhead_s for r in records if r.status not in (ERROR, STOPPED))
     return {"input_tokens": sum(r.input_tokens for r in records), "output_tokens": sum(r.output_tokens for r in records),
             "cost_usd": sum(costs) if costs else None, "wall_s": sum(r.wall_s for r in records),
             "overhead_median_s": overheads[len(overheads) // 2] if overheads else None,

@@ -19,7 +19,7 @@ from tritonsmith.core.problem import Problem, ProblemError
 from tritonsmith.core.problem_meta import check_reference
 from tritonsmith.suite._adapt import outcome_from_optimize_result
 from tritonsmith.suite._outcome import OptimizeOutcome
-from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, ProblemRecord, write_atomic
+from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, NO_CANDIDATE, STOPPED, ProblemRecord, write_atomic
 from tritonsmith.suite.settings import EVAL, OPTIMIZE, SuiteSettings
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ def _optimize(task: SuiteTask, problem: Problem, base: dict[str, Any]) -> Proble
         message = f"{message} (the run was stopped after {out.iterations} of {s.iterations} iterations)"
     elif stopped:  # the loop's own reason names Ctrl-C; here it was the run's stop, and a resume retries it
         n = len(out.attempts)
-        status, message = ERROR, (f"the run was stopped (its hard stop or Ctrl-C) after {n} finished attempt"
+        status, message = STOPPED, (f"the run was stopped (its hard stop or Ctrl-C) after {n} finished attempt"
                                   f"{'s' if n != 1 else ''} and {out.iterations} of {s.iterations} iterations; "
                                   "a resume retries it")
     return ProblemRecord(problem=problem.name, status=status, message=message, result=out.best_result,

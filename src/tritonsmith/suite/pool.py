@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from tritonsmith.suite.results import ERROR, ProblemRecord
+from tritonsmith.suite.results import ERROR, STOPPED, ProblemRecord
 
 __all__ = [
     "GPU_LOCK_ENV",
@@ -313,7 +313,7 @@ def _drain(events: queue.Queue[tuple[str, Any]], live: list[int], on_done: Calla
         except queue.Empty:
             return
         kind, payload = event
-        if kind == "done" and payload[0].status == ERROR and not payload[0].attempts:
+        if kind == "done" and payload[0].status in (ERROR, STOPPED) and not payload[0].attempts:
             payload[1].set()  # stopped before anything finished: not a result, the rerun starts it afresh
         elif kind != "start":
             _handle(event, live, lambda *a: None, on_done)

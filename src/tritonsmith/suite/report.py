@@ -19,7 +19,7 @@ from typing import Any
 
 from tritonsmith.suite._markdown import comparison_markdown, report_markdown
 from tritonsmith.suite._report_model import FAST_P, Metrics, SuiteReport
-from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, ProblemRecord, RunStore, write_atomic
+from tritonsmith.suite.results import ERROR, INVALID_PROBLEM, STOPPED, ProblemRecord, RunStore, write_atomic
 
 __all__ = ["FAST_P", "Metrics", "SuiteReport", "build_report", "compare_runs", "metrics", "write_report"]
 
@@ -42,6 +42,7 @@ def metrics(records: Sequence[ProblemRecord], ps: Sequence[float] = FAST_P) -> M
     return Metrics(problems=n, correct=len(correct), correctness_rate=len(correct) / n if n else 0.0,
                    timed=len(timed), fast_p=fast, geomean={b: geomean(v) for b, v in speedups.items()},
                    runner_errors=sum(1 for r in counted if r.status == ERROR),
+                   stopped=sum(1 for r in counted if r.status == STOPPED),
                    no_compile_baseline=sum(1 for r in timed if r.speedup_vs_compile is None))
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "RunConfigError",
     "RunManifest",
     "RunStore",
+    "STOPPED",
 ]
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,9 @@ INVALID_PROBLEM = "invalid_problem"
 """The reference itself is malformed (not counted against the kernels, reported apart)."""
 ERROR = "error"
 """The runner itself failed on this problem (a bug or a dead worker): retried on resume."""
+STOPPED = "stopped"
+"""The run's hard stop or Ctrl-C came before this problem's first verdict: no failure of the kernels or of the
+runner, counted as not verified; retried on resume."""
 
 RESULTS_FILE = "results.jsonl"
 MANIFEST_FILE = "run.json"
@@ -82,8 +86,8 @@ class ProblemRecord:
 
     @property
     def finished(self) -> bool:
-        """Runner errors are retried on resume; every verdict (right or wrong) is final."""
-        return self.status != ERROR
+        """Runner errors and stopped problems are retried on resume; every verdict (right or wrong) is final."""
+        return self.status not in (ERROR, STOPPED)
 
     @property
     def timed(self) -> bool:

@@ -76,6 +76,9 @@ CASES: dict[str, tuple[Problem, str]] = {
     "attention_layer": (_problem("attention_layer", "        self.layer = nn.TransformerEncoderLayer(16, 2, 32, "
                                  "dropout=0.0, batch_first=True)",
                                  "x):\n        return self.layer(x)", "[torch.randn(6, 3, 16)]"), "_matmul_"),
+    # a transposed batch: the output [5, N] holds it in dimension 1, read through x.t()'s strides (1, 5)
+    "transposed_batch": (_problem("transposed_batch", "", "x):\n        return x.t() * 2.0", "[torch.randn(6, 5)]"),
+                         "_pointwise_0_kernel"),
     "batchnorm_train": (_problem("batchnorm_train", "        self.bn = nn.BatchNorm2d(5)",
                                  "x):\n        return self.bn(x)", "[torch.randn(6, 5, 7, 9)]"), "_row_0_kernel"),
     "cross_entropy": (_problem("cross_entropy", "", "x, y):\n        return F.cross_entropy(x, y)",
@@ -184,7 +187,8 @@ def test_static_shapes_variant_comes_last_and_specialises_every_size() -> None:
 
 
 @pytest.mark.parametrize(("name", "forward", "inputs", "why"), [
-    ("transposed_batch", "x):\n        return x.t() * 2.0", "[torch.randn(6, 5)]", "dimension 1 follows the leading"),
+    ("scan_of_transposed_batch", "x):\n        return torch.cumsum(x.t(), dim=0)", "[torch.randn(6, 5)]",
+     "dimension 1 follows the leading"),
     ("unbiased_var_over_batch", "x):\n        return torch.var(x, dim=0)", "[torch.randn(6, 5)]",
      "not in proportion"),
     ("baked_batch", "x):\n        return x.view(6, -1) * 2.0", "[torch.randn(6, 5, 3)]", "does not accept"),
@@ -193,7 +197,8 @@ def test_static_shapes_variant_comes_last_and_specialises_every_size() -> None:
 ])
 def test_kernels_stay_specialised_where_the_leading_size_cannot_change(name: str, forward: str, inputs: str,
                                                                         why: str) -> None:
-    """A pointwise op on a transposed batch (only matmuls index a moved leading size), an unbiased variance
+    """A scan over a transposed batch (only views, matmuls, split-K's sum and elementwise ops index a moved
+    leading size), an unbiased variance
     or a scan over the batch, a reference that bakes its batch size in, a leading size of 1:
     the kernels keep every size fixed, the note says why, and no static-shapes variant repeats them."""
     problem = _problem(name, "", forward, inputs)

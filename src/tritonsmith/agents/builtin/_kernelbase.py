@@ -122,7 +122,7 @@ class KernelWriter:
             if self.order is not None and rank == FULL:
                 use, bstrides = tuple(use[d] for d in self.order), tuple(bstrides[d] for d in self.order)
                 texts = (tuple(texts[0][d] for d in self.order), texts[1])
-            moved = self._moved_lead(use) if rank == FULL and self.order is None else None
+            moved = self._moved_lead(use, a) if rank == FULL and self.order is None else None
             if moved:
                 offs = self._moved_offset(a, use, texts, moved)
             elif texts != (bstrides, off):  # a stride or the offset holds the leading size (attention's q, k, v)
@@ -136,13 +136,16 @@ class KernelWriter:
             cache[key] = var
         return cache[key]
 
-    def _moved_lead(self, use: tuple[int, ...]) -> int | None:
+    def _moved_lead(self, use: tuple[int, ...], a: Node | None = None) -> int | None:
         """The dimension of ``use`` (the shape this group's elements walk) that follows the leading size when a
-        view moved it off the first (``[1, C, N, 1]``, attention's ``[2, N, 32]``); None otherwise."""
+        view moved it off the first (``[1, C, N, 1]``, attention's ``[2, N, 32]``; split-K's partial products
+        ``[S, N, K]``, read by the sum over them as argument ``a``); None otherwise."""
         lead = self.lead
         if lead is None:
             return None
         d = next((lead.dim(n) for n in self.g.nodes if n.shape == use and lead.batched(n)), 0)
+        if not d and a is not None and lead.batched(a):
+            d = lead.dim(a) + len(use) - len(a.shape)
         return d or None
 
     def _moved_offset(self, a: Node, use: tuple[int, ...], texts: tuple[tuple[int | str, ...], int | str],
@@ -156,7 +159,19 @@ class KernelWriter:
             raise NotGeneric(f"{self.name} reads {describe_external(a)}, whose dimension {lead.dim(a)} follows "
                              f"the leading size, as dimension {lead.dim(a) + len(use) - len(a.shape)} of elements "
                              f"whose dimension {d} does")
+        if texts == self._contiguous_texts(a, use, d):  # the row-major index itself, as a kernel's own output
+            return "lin"
         return offset_text("lin", tuple(sizes), *texts)
+
+    def _contiguous_texts(self, a: Node, use: tuple[int, ...], d: int) -> tuple[tuple[int | str, ...], int | str]:
+        """The strides (as ``lead_layout`` writes them) of a contiguous tensor of ``use``, whose dimension ``d`` is
+        ``lead * c``, and offset 0."""
+        lead = self.lead
+        assert lead is not None
+        c = lead.per_lead(use[d])
+        at = [(x, contiguous_strides(tuple(c * x if i == d else v for i, v in enumerate(use))))
+              for x in (lead.ref, lead.ref + 1, 2 * lead.ref + 3)]
+        return tuple(self._linear(a, [(x, st[i]) for x, st in at]) for i in range(len(use))), 0
 
     def lead_layout(self, a: Node, use: tuple[int, ...], bstrides: tuple[int, ...],
                      off: int) -> tuple[tuple[int | str, ...], int | str]:
