@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from tritonsmith.cli import app
 from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
 from tritonsmith.suite.report import build_report, compare_runs, metrics, write_report
-from tritonsmith.suite.results import INVALID_PROBLEM, ProblemRecord, RunManifest, RunStore
+from tritonsmith.suite.results import INVALID_PROBLEM, STOPPED, ProblemRecord, RunManifest, RunStore
 
 
 def _t(ms: float, spread: float = 0.0) -> Timing:
@@ -90,6 +90,23 @@ def test_report_says_when_a_resumed_run_mixes_code_versions(tmp_path: Path) -> N
     md = (tmp_path / "report.md").read_text()
     assert f"`{RECORDS[0].version}` (2), `0.0.9+gabc1234` (1)" in md
     assert [row["version"] for row in report.to_dict()["problems"]][-1] == "0.0.9+gabc1234"
+
+
+def test_a_stopped_problem_counts_as_not_verified_and_is_named_apart_from_runner_errors(tmp_path: Path) -> None:
+    """A problem the run's hard stop cut before any verdict is `stopped`: not verified in every metric, retried on
+    resume, and the report says so without calling it a failure of the runner."""
+    store = RunStore(tmp_path)
+    store.append(RECORDS[0])
+    stopped = ProblemRecord(key="p9", problem="p9", level=1, status=STOPPED, mode="optimize", device="cuda",
+                            message="the run was stopped (its hard stop or Ctrl-C) after 0 finished attempts",
+                            result=None, iterations=0)
+    store.append(stopped)
+    report = write_report(tmp_path)
+    assert (report.summary.problems, report.summary.correct) == (2, 1)
+    assert (report.summary.stopped, report.summary.runner_errors) == (1, 0)
+    assert not stopped.finished and store.finished_keys() == {"p1"}
+    md = (tmp_path / "report.md").read_text()
+    assert "1 problems were stopped (status `stopped`" in md and "failed inside the runner" not in md
 
 
 def test_cpu_run_reports_correctness_only(tmp_path: Path) -> None:
