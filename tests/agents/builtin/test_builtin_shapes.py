@@ -255,3 +255,21 @@ def test_an_lstm_with_random_initial_states_of_the_batch_size_stays_generic() ->
 
     result = evaluate(problem, cand.source, device="cpu", trials=1, generalize=True, timeout_s=300)
     assert result.ok and result.generalizes == "yes", (result.message, result.generalize_note)
+
+
+def test_a_two_stage_whole_tensor_mean_takes_the_batch_in_its_rows_and_its_count() -> None:
+    """100_HingeLoss at full size: a mean over 2^18+ elements runs as 1024 rows as long as the batch, then a
+    sum of the 1024 partials divided by a count that follows the batch. The first kernel loops its rows to the
+    run-time length; the second reads no batch-sized value, so its launcher takes the predictions only to read
+    the batch size (it was shape-specialised)."""
+    problem = _problem("two_stage_mean", "",
+                       "predictions, targets):\n        return torch.mean(torch.clamp(1 - predictions * targets, min=0))",
+                       "[torch.randn(256, 1024), torch.randn(1024)]")
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))
+    assert cand.source is not None, cand.note
+    assert "shape-generic" in cand.note, cand.note
+    assert "for r0 in range(0, lead, BLOCK_R)" in cand.source and "def _row_1(a0: torch.Tensor, a1: torch.Tensor)" in cand.source
+    from tritonsmith.evaluator._evaluate import evaluate
+
+    result = evaluate(problem, cand.source, device="cpu", trials=1, generalize=True, timeout_s=300)
+    assert result.ok and result.generalizes == "yes", (result.message, result.generalize_note)

@@ -236,8 +236,21 @@ class KernelWriter:
         lead = self.plan.lead
         text = lead.scalar(n, pos) if lead is not None else None
         if text is not None and self.lead is None:
-            raise NotGeneric(f"{self.name} uses a count that follows the leading size but reads no batch-sized value")
+            self._lead_from_input()
         return text
+
+    def _lead_from_input(self) -> None:
+        """A kernel that reads no batch-sized value but divides by a count that follows the leading size (the
+        second stage of a whole-tensor mean, over 1024 partial sums): the launcher takes a model input whose first
+        dimension is the leading size too, only to read that size (the kernel never loads it)."""
+        lead = self.plan.lead
+        assert lead is not None
+        x = next((i for i in self.plan.graph.inputs if lead.batched(i) and not lead.dim(i)), None)
+        if x is None:
+            raise NotGeneric(f"{self.name} uses a count that follows the leading size but reads no batch-sized "
+                             "value, and no input shows that size")
+        self.lead = lead
+        self.base_ptr(x)
 
     def cat_lines(self, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
         """``v = cat(sources, dim)``: element ``i`` with index ``c`` along ``dim`` comes from the source whose

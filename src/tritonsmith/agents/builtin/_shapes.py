@@ -17,7 +17,8 @@ it as their M, N, batch or contracted K (``mm_roles``), and split-K's sum over i
 Kept specialised (``NotGeneric``, with the reason in the candidate's note and the module's header): a leading
 size of 1, any other value of fixed size computed from a batch-sized one (a contraction over the batch
 other than a matmul's K loop), a moved leading size reaching any op but an elementwise one that keeps it in the
-same dimension, a view, a matmul or split-K's sum, a scan, concatenation or pooling window along
+same dimension, a view, a torch call, a matmul, split-K's sum or a reduction whose rows run along it (a
+whole-tensor sum's ``[1024, N * c]`` stage), a scan, concatenation or pooling window along
 the leading dimension, an ``iota`` along it, a scalar that changes otherwise (an unbiased variance's ``N - 1``).
 """
 
@@ -184,6 +185,8 @@ def _check_axis(n: Node, lead: Lead) -> None:
     if src is not None and lead.batched(src) and set(range(lead.dim(src))) <= set(n.dims) and \
             (not lead.batched(n) or lead.dim(n) == lead.dim(src)):
         return
+    if src is not None and lead.batched(src) and lead.dim(src) in n.dims and not lead.batched(n):
+        return  # rows as long as the batch (a whole-tensor sum's [1024, N * c] stage): their loop runs to it
     what = "its" if moved[0] is n else f"{_what(moved[0])}'s"
     raise NotGeneric(f"{_what(n)}: {what} dimension {d} follows the leading size, and only matmuls, split-K's "
                      "sum and elementwise ops that keep it there index it there")
