@@ -21,6 +21,8 @@
 #   convtriton the Triton convolutions vs cuDNN and torch.compile, dev level 1 (issue 19) -> conv_triton.{json,log}
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
+# KB (the KernelBench folder, default .kb), KB_ONLY (problems of it to keep, as level/number prefixes such as
+# "level1/96 level3/32": the suite then runs only those, from a folder made under /tmp),
 # PROF_ONLY (profiler case names, default all six), SUITE_ARGS, VISIT_S (the call's own limit, default 570:
 # every phase is cut to what is left of it, so the last pack always happens before the device stops the call).
 set -u
@@ -38,6 +40,16 @@ mkdir -p "$OUT" "$RESULTS"
 pack() { tar czf "$RESULTS/.all.tar.gz" -C "$OUT" . && mv "$RESULTS/.all.tar.gz" "$RESULTS/all.tar.gz"; }
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
   python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"; } > "$OUT/env.txt" 2>&1
+
+if [ -n "${KB_ONLY:-}" ]; then
+  # a KernelBench folder of the chosen problems only ("level3/32" -> level3/32_*.py; "32_" would not match 320)
+  sel=/tmp/kb_only; rm -rf "$sel"
+  for p in $KB_ONLY; do
+    mkdir -p "$sel/${p%%/*}"
+    cp "${KB:-.kb}/${p%%/*}/${p#*/}"_*.py "$sel/${p%%/*}/" || echo "KB_ONLY: no problem $p in ${KB:-.kb}"
+  done
+  KB=$sel; ls -R "$sel"
+fi
 
 for phase in "$@"; do
   echo "=== $phase $(date -u +%T)"
