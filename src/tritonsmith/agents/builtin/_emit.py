@@ -327,7 +327,7 @@ def _drawn_size(n: Node, plan: Plan, expr: Callable[[Node], str]) -> str:
     size, lead = n.attrs["size"], plan.lead
     if lead is None or not lead.batched(n):
         return str(tuple(size))
-    x = next((i for i in plan.graph.inputs if lead.batched(i) and not lead.dim(i)), None)
+    x = lead.sized_input(plan.graph.inputs)
     if x is None:
         raise NotGeneric(f"a random tensor of size {list(size)} follows the leading size, and no input shows it")
     d, per_x = lead.dim(n), lead.scale[x.id]

@@ -7,7 +7,7 @@ time). Reductions always keep their dimensions; ``keepdim=False`` is a reduction
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -169,6 +169,15 @@ class Lead:
     def dim(self, n: Node) -> int:
         """The dimension of batched ``n`` that follows the leading size (0 unless a view moved it)."""
         return self.axis.get(n.id, 0)
+
+    def dim_in(self, n: Node, rank: int) -> int:
+        """``dim(n)`` once ``n`` is broadcast to ``rank`` dimensions (leading ones prepended)."""
+        return self.dim(n) + rank - len(n.shape)
+
+    def sized_input(self, inputs: Sequence[Node]) -> Node | None:
+        """The first of ``inputs`` whose first dimension follows the leading size: its ``shape[0]`` gives the
+        size at run time to a launcher or forward that reads nothing else batch-sized."""
+        return next((i for i in inputs if self.batched(i) and not self.dim(i)), None)
 
     def scalar(self, node: Node, pos: int) -> str | None:
         """Kernel text of ``node``'s scalar argument ``pos`` where it follows the leading size, else None."""

@@ -145,7 +145,7 @@ class KernelWriter:
             return None
         d = next((lead.dim(n) for n in self.g.nodes if n.shape == use and lead.batched(n)), 0)
         if not d and a is not None and lead.batched(a):
-            d = lead.dim(a) + len(use) - len(a.shape)
+            d = lead.dim_in(a, len(use))
         return d or None
 
     def _moved_offset(self, a: Node, use: tuple[int, ...], texts: tuple[tuple[int | str, ...], int | str],
@@ -155,9 +155,9 @@ class KernelWriter:
         lead = self.lead
         assert lead is not None
         sizes: list[int | str] = [self.size(s) if i == d else s for i, s in enumerate(use)]
-        if lead.batched(a) and lead.dim(a) + len(use) - len(a.shape) != d:
+        if lead.batched(a) and lead.dim_in(a, len(use)) != d:
             raise NotGeneric(f"{self.name} reads {describe_external(a)}, whose dimension {lead.dim(a)} follows "
-                             f"the leading size, as dimension {lead.dim(a) + len(use) - len(a.shape)} of elements "
+                             f"the leading size, as dimension {lead.dim_in(a, len(use))} of elements "
                              f"whose dimension {d} does")
         if texts == self._contiguous_texts(a, use, d):  # the row-major index itself, as a kernel's own output
             return "lin"
@@ -245,7 +245,7 @@ class KernelWriter:
         dimension is the leading size too, only to read that size (the kernel never loads it)."""
         lead = self.plan.lead
         assert lead is not None
-        x = next((i for i in self.plan.graph.inputs if lead.batched(i) and not lead.dim(i)), None)
+        x = lead.sized_input(self.plan.graph.inputs)
         if x is None:
             raise NotGeneric(f"{self.name} uses a count that follows the leading size but reads no batch-sized "
                              "value, and no input shows that size")

@@ -307,13 +307,19 @@ def layout(a: Node, owner: dict[int, Group]) -> tuple[Node, tuple[int, ...], int
     if a.kind != VIEW:
         raise UnsupportedError(f"internal error: {a} has no layout")
     base, strides, offset = layout(a.args[0], owner)
-    src = a.args[0]
-    t = torch.empty_strided(src.shape, strides, device="meta").as_strided(src.shape, strides, offset)
     try:
-        v = apply_view(t, a)
+        v = _replay(a, tuple(a.args[0].shape), (strides, offset), tuple(a.shape))
     except RuntimeError as exc:
         raise UnsupportedError(f"a view of a strided tensor that needs a copy ({exc})") from exc
     return base, tuple(v.stride()), int(v.storage_offset())
+
+
+def _replay(a: Node, src_shape: tuple[int, ...], src_layout: tuple[tuple[int, ...], int],
+            shape: tuple[int, ...]) -> torch.Tensor:
+    """VIEW node ``a`` (of shape ``shape``) applied to a meta tensor of its source's shape and layout."""
+    strides, offset = src_layout
+    t = torch.empty_strided(src_shape, strides, device="meta").as_strided(src_shape, strides, offset)
+    return apply_view(t, a, shape)
 
 
 def shape_at(n: Node, lead: Lead, size: int) -> tuple[int, ...]:
@@ -343,10 +349,8 @@ def layout_at(a: Node, owner: dict[int, Group], lead: Lead, size: int) -> tuple[
     inner = layout_at(src, owner, lead, size)
     if inner is None:
         return None
-    src_shape = shape_at(src, lead, size)
-    t = torch.empty_strided(src_shape, inner[0], device="meta").as_strided(src_shape, inner[0], inner[1])
     try:
-        v = apply_view(t, a, shape_at(a, lead, size))
+        v = _replay(a, shape_at(src, lead, size), inner, shape_at(a, lead, size))
     except RuntimeError:
         return None
     if tuple(v.shape) != shape_at(a, lead, size):  # a slice or select along the leading dimension

@@ -324,7 +324,7 @@ def _before_view(n: Node, a: Node, lead: Lead, dom_shape: tuple[int, ...], a_lay
         return False
     if not lead.batched(a):
         return True
-    return lead.dim(a) + len(n.shape) - len(a.shape) == 0 and a_layout == (contiguous_strides(a.shape), 0)
+    return lead.dim_in(a, len(n.shape)) == 0 and a_layout == (contiguous_strides(a.shape), 0)
 
 
 def row_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:

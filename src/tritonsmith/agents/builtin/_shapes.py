@@ -199,7 +199,7 @@ def _elementwise_along(n: Node, lead: Lead) -> bool:
     if n.kind != PW or n.op in ("cat", "iota") or not lead.batched(n):
         return False
     d = lead.dim(n)
-    return all(lead.dim(a) + len(n.shape) - len(a.shape) == d for a in n.node_args() if lead.batched(a))
+    return all(lead.dim_in(a, len(n.shape)) == d for a in n.node_args() if lead.batched(a))
 
 
 def mm_roles(mm: Node, lead: Lead) -> str:
