@@ -19,6 +19,8 @@
 #   generalize the unseen-shape check of a run's verified kernels ($GEN_RUN, default .runs/suite; GEN_ARGS=--resume
 #              goes on from what an earlier call on the same machine finished) -> generalize/
 #   convtriton the Triton convolutions vs cuDNN and torch.compile, dev level 1 (issue 19) -> conv_triton.{json,log}
+#   wtg        where the device time goes, eager vs torch.compile vs candidates, kernel by kind ($WTG: pairs
+#              PROBLEM.py=CAND.py[,CAND.py]; see benchmarks/where_time_goes_gpu.py) -> where_time_goes.{md,json}
 # Everything comes back as $OUT/all.tar.gz.
 # Environment: EVAL_S, TESTS_S, SUITE_S, PROF_S (seconds per phase), EVAL_ONLY (problem stems),
 # KB (the KernelBench folder, default .kb), KB_ONLY (problems of it to keep, as level/number prefixes such as
@@ -131,6 +133,10 @@ for phase in "$@"; do
       # shellcheck disable=SC2086
       tmo "${CONVT_S:-290}" python3 benchmarks/conv_triton_gpu.py .kb --json "$OUT/conv_triton.json" ${CONVT_ARGS:-} \
         2>&1 | grep -v Warning | tee "$OUT/conv_triton.log" | tail -40 ;;
+    wtg)
+      # shellcheck disable=SC2086
+      tmo "${WTG_S:-300}" python3 benchmarks/where_time_goes_gpu.py --json "$OUT/where_time_goes.json" ${WTG:-} 2>&1 \
+        | grep -v -e Warning -e USDT | tee "$OUT/where_time_goes.md" | grep -E "^## |^\| " ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack
