@@ -101,6 +101,34 @@ def test_tf32_dot_is_found_for_the_worker():
     assert len(check_source(src).tf32_lines) == 1
 
 
+_MM_KERNEL = '''
+@triton.jit
+def _mm(a_ptr, c_ptr, BLOCK: tl.constexpr, PRECISION: tl.constexpr):
+    r = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + r[:, None] * BLOCK + r[None, :])
+    tl.store(c_ptr + r[:, None] * BLOCK + r[None, :], tl.dot(a, a, input_precision=PRECISION))
+
+
+def launch(a, c):
+    _mm[(1,)](a, c, BLOCK=16, PRECISION={precision!r})
+'''
+
+
+@pytest.mark.parametrize("precision, flagged", [("tf32x3", False), ("ieee", False), ("tf32", True)])
+def test_tf32x3_keeps_fp32_accuracy_and_a_tf32_precision_passed_through_a_parameter_is_found(precision, flagged):
+    """The rule's own fix names the tf32x3 split: a literal ``input_precision="tf32x3"`` is not
+    ``precision_lowered``; one-pass tf32 is, written at the dot or set by the launch (as the built-in generator
+    passes ``PRECISION``), positionally too."""
+    literal = HEADER + _MM_KERNEL.replace("input_precision=PRECISION", f"input_precision={precision!r}")
+    assert bool(check_source(literal.format(precision="ieee")).tf32_lines) is flagged
+    through = HEADER + _MM_KERNEL.format(precision=precision)
+    dot = [i for i, line in enumerate(through.splitlines(), 1) if "tl.dot" in line]
+    assert check_source(through).tf32_lines == (dot if flagged else [])
+    positional = through.replace(f"BLOCK=16, PRECISION={precision!r}", f"16, {precision!r}")
+    assert positional != through
+    assert check_source(positional).tf32_lines == (dot if flagged else [])
+
+
 def test_hybrid_allows_torch_for_some_ops_and_reports_them_strict_does_not():
     source = (ADVERSARIAL / "hybrid_conv_relu.py").read_text()
     hybrid = check_source(source, policy="hybrid")

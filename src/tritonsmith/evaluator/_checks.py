@@ -409,21 +409,43 @@ def _check_everywhere(mod: _ModuleInfo, report: StaticReport) -> None:
             if hit:
                 report.add("evaluator_access", f"mentions {hit!r}: the candidate must not read the evaluator's "
                            "files, processes or package", node)
+    report.tf32_lines.extend(_tf32_dot_lines(mod))
+
+
+def _tf32_dot_lines(mod: _ModuleInfo) -> list[int]:
+    """Lines of the ``tl.dot`` calls that ask for one-pass tf32 inputs: ``input_precision="tf32"`` or
+    ``allow_tf32=True`` written at the call, or passed in through a kernel parameter that a launch sets so
+    (``PRECISION="tf32"``). ``"tf32x3"`` (three tf32 passes) and ``"ieee"`` keep float32 accuracy."""
+    lines: list[int] = []
+    via: dict[tuple[str, str], tuple[str, int, list[int]]] = {}  # (kernel, param) -> (dot keyword, position, lines)
     for name in mod.kernels:
         fn = mod.functions.get(name)
+        params = [a.arg for a in fn.args.args] if fn else []
         for node in ast.walk(fn) if fn else ():
-            if isinstance(node, ast.Call) and (mod.resolve(node.func) or "").endswith(".dot") and _asks_tf32(node):
-                report.tf32_lines.append(node.lineno)
+            if not (isinstance(node, ast.Call) and (mod.resolve(node.func) or "").endswith(".dot")):
+                continue
+            for kw in node.keywords:
+                if isinstance(kw.value, ast.Constant) and _one_pass_tf32(kw.arg, kw.value.value):
+                    lines.append(node.lineno)
+                elif isinstance(kw.value, ast.Name) and kw.value.id in params:
+                    entry = via.setdefault((name, kw.value.id), (kw.arg or "", params.index(kw.value.id), []))
+                    entry[2].append(node.lineno)
+    for node in ast.walk(mod.tree):  # launches: kernel[grid](..., PRECISION="tf32")
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in mod.kernels):
+            continue
+        for (kernel, param), (arg, pos, dots) in via.items():
+            if kernel != node.func.value.id:
+                continue
+            given = [kw.value for kw in node.keywords if kw.arg == param]
+            given += [node.args[pos]] if pos < len(node.args) else []
+            if any(isinstance(v, ast.Constant) and _one_pass_tf32(arg, v.value) for v in given):
+                lines.extend(dots)
+    return sorted(set(lines))
 
 
-def _asks_tf32(call: ast.Call) -> bool:
-    for kw in call.keywords:
-        if isinstance(kw.value, ast.Constant):
-            if kw.arg == "allow_tf32" and kw.value.value is True:
-                return True
-            if kw.arg == "input_precision" and kw.value.value in ("tf32", "tf32x3"):
-                return True
-    return False
+def _one_pass_tf32(keyword: str | None, value: object) -> bool:
+    return (keyword == "allow_tf32" and value is True) or (keyword == "input_precision" and value == "tf32")
 
 
 def _forbidden(path: str) -> tuple[str, str] | None:
