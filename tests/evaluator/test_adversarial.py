@@ -222,6 +222,16 @@ def test_strict_runtime_policy_catches_torch_arithmetic(tmp_path, monkeypatch):
     assert "conv2d" in result.message
 
 
+def test_a_tf32x3_dot_is_honest_float32(tmp_path):
+    """The precision_lowered rule's own fix: ``input_precision="tf32x3"`` (three tf32 passes) keeps fp32 accuracy
+    and is accepted end to end, where the same kernel in one-pass ``"tf32"`` is rejected (``tf32_dot``)."""
+    problem = tmp_path / "matmul.py"
+    problem.write_text(PROBLEMS["matmul"])
+    result = evaluate(problem, HONEST / "matmul_tf32x3.py", device="cpu", trials=2)
+    assert result.ok, result.feedback()
+    assert "precision_lowered" not in _rules(result)
+
+
 @pytest.mark.parametrize("name", ["silu_bias", "hybrid_silu_bias"])
 def test_honest_candidates_pass_the_decorative_kernel_check(name, tmp_path):
     """No false rejection: kernels that compute (all of it, or the part PyTorch leaves) pass."""

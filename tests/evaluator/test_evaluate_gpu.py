@@ -182,6 +182,18 @@ def test_tf32_dot_is_rejected_on_the_gpu_by_the_float64_check(tmp_path, monkeypa
         assert result.rule == "precision_lowered"
 
 
+def test_the_same_dot_in_tf32x3_is_correct_on_the_gpu(tmp_path):
+    """The counterpart of the test above: three tf32 passes keep fp32 accuracy on real tensor cores, so the
+    static check's pass for ``input_precision="tf32x3"`` is not a loophole (a wider K than the CPU test's)."""
+    problem = tmp_path / "matmul.py"
+    problem.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
+                       "        return a @ b\n\n\ndef get_inputs():\n    return [torch.randn(257, 1031), "
+                       "torch.randn(1031, 191)]\n\n\ndef get_init_inputs():\n    return []\n")
+    result = evaluate(problem, Path(__file__).parent / "honest" / "matmul_tf32x3.py", device="cuda", trials=3,
+                      benchmark=False)
+    assert result.ok, result.feedback()
+
+
 @pytest.mark.parametrize("name", ["stale_buffer", "output_cache", "persistent_output", "input_mutated",
                                   "lower_precision", "timer_monkeypatch", "global_tf32_flag", "forge_result"])
 def test_cpu_cheats_are_caught_on_the_gpu_too(softmax_reference, name):
