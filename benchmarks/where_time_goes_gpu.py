@@ -98,14 +98,31 @@ def one(pair: str, device: str) -> dict[str, Any]:
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
     runs: list[tuple[str, Callable[[], Any]]] = [("eager", lambda: model(*inputs)),
                                                  ("compile", _bind(torch.compile(model), inputs))]
-    for c in cands.split(","):
-        torch.manual_seed(0)
-        runs.append((label_of(Path(c)), _bind(load(Path(c)).ModelNew(*init).to(device), inputs)))
-    out: dict[str, Any] = {"problem": Path(ref_path).stem, "labels": [lab for lab, _ in runs]}
+    runs += [(label_of(Path(c)), _candidate(Path(c), init, device, inputs)) for c in cands.split(",")]
+    out: dict[str, Any] = {"problem": Path(ref_path).stem, "labels": [lab for lab, _ in runs], "errors": {}}
     for label, fn in runs:
-        out[label] = summary(profile(fn, device))
-        out[label]["wall_ms"] = wall_ms(fn) if device == "cuda" else None
+        try:  # one broken candidate must not lose the others' profiles (device time is scarce)
+            out[label] = summary(profile(fn, device))
+            out[label]["wall_ms"] = wall_ms(fn) if device == "cuda" else None
+        except Exception as exc:  # noqa: BLE001
+            out["errors"][label] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    out["labels"] = [lab for lab in out["labels"] if lab in out]
     return out
+
+
+def _candidate(path: Path, init: list[Any], device: str, inputs: list[Any]) -> Callable[[], Any]:
+    """The candidate's forward on ``inputs``; a candidate that fails to load fails when called (and is reported)."""
+    try:
+        torch.manual_seed(0)
+        model = load(path).ModelNew(*init).to(device)
+    except Exception as exc:  # noqa: BLE001
+        why = f"{path.name} did not load: {type(exc).__name__}: {exc}"
+
+        def broken() -> Any:
+            raise RuntimeError(why)
+
+        return broken
+    return _bind(model, inputs)
 
 
 def _bind(m: Any, inputs: list[Any]) -> Callable[[], Any]:
@@ -138,6 +155,8 @@ def show(r: dict[str, Any]) -> None:
                  for k in kinds]
         wall = f"{s['wall_ms']:.3f}" if s.get("wall_ms") is not None else "-"
         print(f"| {lab} | {wall} | {s['total_ms']:.3f} | {s['launches']:.0f} | " + " | ".join(cells) + " |")
+    for lab, err in r.get("errors", {}).items():
+        print(f"| {lab} | failed: {err} |")
     for lab in labels[1:]:
         print(f"\n{lab}, largest kernels (ms per call, launches per call):")
         for t in r[lab]["top"]:

@@ -44,3 +44,14 @@ def test_a_run_on_the_cpu_labels_each_candidate_by_its_variant(tmp_path, monkeyp
     text = capsys.readouterr().out
     assert "| v2 |" in text and "| eager |" in text and "| compile |" in text
     assert '"labels": [\n   "eager",\n   "compile",\n   "v2"\n  ]' in out.read_text()
+
+
+def test_a_broken_candidate_is_reported_and_the_others_still_profiled(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    good, bad = tmp_path / "softmax__good.py", tmp_path / "softmax__bad.py"
+    shutil.copy(example_path("softmax_triton.py"), good)
+    bad.write_text("raise ImportError('no such kernel')\n")
+    monkeypatch.setattr(sys, "argv", ["wtg", "--device", "cpu", f"{example_path('softmax_reference.py')}={bad},{good}"])
+    assert wtg.main() == 0
+    text = capsys.readouterr().out
+    assert "| good |" in text and "| bad | failed: RuntimeError: softmax__bad.py did not load: ImportError" in text
