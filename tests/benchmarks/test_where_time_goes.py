@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
 import sys
 
 import pytest
 
-from tests.benchmarks._scripts import load_script
+from tests.benchmarks._scripts import BENCHMARKS, load_script
 from tritonsmith.examples import example_path
 
 wtg = load_script("where_time_goes_gpu")
@@ -33,25 +36,28 @@ def test_summary_adds_per_kind_and_orders_the_largest_first():
     assert [t["name"] for t in s["top"]] == ["cudnn_conv", "_a_kernel", "_b_kernel"]
 
 
-def test_a_run_on_the_cpu_labels_each_candidate_by_its_variant(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+def _run(tmp_path, pairs: str) -> tuple[str, str]:
+    """The script as it is used: its own process, the interpreter on (set before any kernel is defined)."""
+    out = tmp_path / "w.json"
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "where_time_goes_gpu.py"), "--device", "cpu", "--json",
+                           str(out), pairs], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, out.read_text()
+
+
+def test_a_run_on_the_cpu_labels_each_candidate_by_its_variant(tmp_path):
     cand = tmp_path / "softmax__v2.py"
     shutil.copy(example_path("softmax_triton.py"), cand)
-    ref = example_path("softmax_reference.py")
-    out = tmp_path / "w.json"
-    monkeypatch.setattr(sys, "argv", ["wtg", "--device", "cpu", "--json", str(out), f"{ref}={cand}"])
-    assert wtg.main() == 0
-    text = capsys.readouterr().out
+    text, saved = _run(tmp_path, f"{example_path('softmax_reference.py')}={cand}")
     assert "| v2 |" in text and "| eager |" in text and "| compile |" in text
-    assert '"labels": [\n   "eager",\n   "compile",\n   "v2"\n  ]' in out.read_text()
+    assert json.loads(saved)[0]["labels"] == ["eager", "compile", "v2"]
 
 
-def test_a_broken_candidate_is_reported_and_the_others_still_profiled(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+def test_a_broken_candidate_is_reported_and_the_others_still_profiled(tmp_path):
     good, bad = tmp_path / "softmax__good.py", tmp_path / "softmax__bad.py"
     shutil.copy(example_path("softmax_triton.py"), good)
     bad.write_text("raise ImportError('no such kernel')\n")
-    monkeypatch.setattr(sys, "argv", ["wtg", "--device", "cpu", f"{example_path('softmax_reference.py')}={bad},{good}"])
-    assert wtg.main() == 0
-    text = capsys.readouterr().out
+    text, saved = _run(tmp_path, f"{example_path('softmax_reference.py')}={bad},{good}")
     assert "| good |" in text and "| bad | failed: RuntimeError: softmax__bad.py did not load: ImportError" in text
+    assert json.loads(saved)[0]["labels"] == ["eager", "compile", "good"]
