@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tritonsmith.core.contract import HYBRID_REWARD_FACTOR
-from tritonsmith.core.results import BenchmarkReport, EvalResult, EvalStatus, Timing
+from tritonsmith.core.contract import HYBRID_REWARD_FACTOR, JUDGED_FP32_NOTE
+from tritonsmith.core.results import BenchmarkReport, ChecksReport, EvalResult, EvalStatus, Timing
 from tritonsmith.core.settings import Settings
 from tritonsmith.graphs._floor import NOISE, compile_speed, floor_prefers, slower_line
 from tritonsmith.graphs.optimizer import OptimizeResult
@@ -87,6 +87,18 @@ def test_slower_line_when_every_verified_variant_loses() -> None:
     assert unprofiled is not None and "best of 1 verified variant)" in unprofiled and "not run on it" in unprofiled
     assert slower_line(_rec(1, 0.98, (0.95, 1.01)), []) is None  # parity within noise is not "slower"
     assert slower_line(_rec(1, 1.3), []) is None and slower_line(None, []) is None
+
+
+def test_slower_line_says_when_torch_compile_was_timed_in_tf32_against_a_float32_kernel() -> None:
+    """The evaluator's own note (the reference re-run in full float32 because PyTorch used TF32) is the reason
+    the line gives without a profile; a kernel judged without it gets no such reason."""
+    best = _rec(1, 0.16, (0.15, 0.17))
+    checks = ChecksReport(policy="hybrid", notes=(JUDGED_FP32_NOTE,))
+    best["result"] = replace(_result(0.16, (0.15, 0.17)), checks=checks).to_dict()
+    line = slower_line(best, [best])
+    assert line is not None and "torch.compile ran its convolutions/matmuls in TF32 (one tensor-core pass)" in line
+    assert line.endswith("profiler: not run on it")
+    assert "TF32" not in (slower_line(_rec(1, 0.16, (0.15, 0.17)), []) or "")
 
 
 def _state(attempts: list[dict[str, Any]]) -> dict[str, Any]:

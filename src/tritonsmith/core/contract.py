@@ -23,6 +23,7 @@ from tritonsmith.core.rules import RULES, Rule
 __all__ = [
     "DEFAULT_POLICY",
     "HYBRID_REWARD_FACTOR",
+    "JUDGED_FP32_NOTE",
     "POLICIES",
     "POLICY_ALLOWS",
     "RULES",
@@ -46,6 +47,12 @@ POLICY_ALLOWS: dict[str, str] = {
 
 # A verified hybrid kernel earns this fraction of the reward a pure-Triton kernel of the same speed earns.
 HYBRID_REWARD_FACTOR = 0.9
+
+# The evaluator's note on a candidate judged against the reference re-run in full float32 because PyTorch ran
+# its convolutions/matmuls in TF32: the candidate is held to float32 accuracy while the baselines timed against
+# it (eager, torch.compile) run those ops in one TF32 tensor-core pass. The floor's "slower" line reads it.
+JUDGED_FP32_NOTE = ("judged against the reference run in full float32: PyTorch ran its convolutions/matmuls in TF32 "
+                    "(cuDNN's default), which differs from an exact float32 result by more than the tolerance")
 
 
 def rule_fix(rule: str | None) -> str | None:

@@ -16,6 +16,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tritonsmith.core.contract import JUDGED_FP32_NOTE
 from tritonsmith.core.problem_meta import flatten_outputs
 from tritonsmith.evaluator import _guards as guards
 from tritonsmith.evaluator._compare import compare, describe_inputs
@@ -138,8 +139,7 @@ def _against_strict_fp32(job: Job, t: int, models: tuple[Any, Any], fresh_inputs
     if not again:
         # the timed rounds compare with the reference as run (TF32): as far from it as the trials found
         job.guards.tf32_spread = max(job.guards.tf32_spread, _spread(cand_out, ref_out))
-        _note(job, "judged against the reference run in full float32: PyTorch ran its convolutions/matmuls in "
-                   "TF32 (cuDNN's default), which differs from an exact float32 result by more than the tolerance")
+        _note(job, JUDGED_FP32_NOTE)
         return None, a, r
     if not _library_ops(job) or not _as_close_as_the_reference(cand_out, ref_out, strict):
         return mismatch, *errors

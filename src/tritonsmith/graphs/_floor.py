@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tritonsmith.core.contract import JUDGED_FP32_NOTE
+
 __all__ = ["NOISE", "CompileSpeed", "compile_speed", "floor_prefers", "slower_line"]
 
 NOISE = 0.03  # relative half-width assumed for a speedup reported without an interval
@@ -76,6 +78,7 @@ def slower_line(best: Mapping[str, Any] | None, attempts: Iterable[Mapping[str, 
     n = max(len({a.get("iteration") for a in timed}), 1)
     line = (f"slower than torch.compile: {speed.speedup:.2f}x (95% CI {speed.low:.2f}-{speed.high:.2f}; "
             f"best of {n} verified variant{'s' if n != 1 else ''})")
+    line += _precision_reason(best)
     profile = str((best or {}).get("profile") or "").strip()
     if not profile:
         return line + "; profiler: not run on it"
@@ -83,3 +86,15 @@ def slower_line(best: Mapping[str, Any] | None, attempts: Iterable[Mapping[str, 
 
     codes = hint_codes(profile)
     return line + f"; profiler: {', '.join(codes) if codes else profile.splitlines()[0][:200]}"
+
+
+def _precision_reason(best: Mapping[str, Any] | None) -> str:
+    """Why, known without a profile: the evaluator judged the kernel against the reference re-run in full float32
+    because PyTorch ran its convolutions/matmuls in TF32, so torch.compile was timed doing them in one TF32
+    tensor-core pass while the kernel is held to float32 accuracy (tf32x3 takes three passes)."""
+    checks = ((best or {}).get("result") or {}).get("checks") or {}
+    notes = checks.get("notes") if isinstance(checks, Mapping) else getattr(checks, "notes", None)
+    if JUDGED_FP32_NOTE not in (notes or ()):
+        return ""
+    return ("; torch.compile ran its convolutions/matmuls in TF32 (one tensor-core pass), this kernel is held to "
+            "float32 accuracy (tf32x3: three passes)")
