@@ -18,7 +18,6 @@ nothing is timed here.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -27,20 +26,18 @@ from typing import Any
 import torch
 import torch.nn as nn
 
+from tritonsmith.core.modload import import_file
+
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
 
 
 def conv_flops(path: Path) -> float:
     """Multiply-add FLOPs of the problem's convolution(s), from shapes on the meta device."""
-    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = import_file(path)
     with torch.device("meta"):
         model = mod.Model(*mod.get_init_inputs())
         inputs = mod.get_inputs()
     flops = 0.0
-    hooks = []
 
     def count(m: Any, args: tuple[Any, ...], out: torch.Tensor) -> None:
         nonlocal flops
@@ -52,7 +49,7 @@ def conv_flops(path: Path) -> float:
 
     for m in model.modules():
         if isinstance(m, _CONVS):
-            hooks.append(m.register_forward_hook(count))
+            m.register_forward_hook(count)
     with torch.no_grad():
         model(*inputs)
     return flops

@@ -12,17 +12,17 @@ candidate slower than torch.compile" for the hybrid conv networks, where the eva
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
+
+from tritonsmith.core.modload import import_file
 
 CALLS = 10
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -31,14 +31,6 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("gemm", re.compile(r"gemm|cutlass|sm90_xmma|cublas|ampere_|sgemm|matmul", re.I)),
     ("triton", re.compile(r"^triton_|_kernel$|_kernel_", re.I)),
 )
-
-
-def load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"m_{abs(hash(str(path)))}", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def kind(name: str) -> str:
@@ -89,7 +81,7 @@ def label_of(path: Path) -> str:
 
 def one(pair: str, device: str) -> dict[str, Any]:
     ref_path, _, cands = pair.partition("=")
-    ref = load(Path(ref_path))
+    ref = import_file(Path(ref_path), "_wtg_reference")
     torch.manual_seed(0)
     init = ref.get_init_inputs()
     torch.manual_seed(0)
@@ -99,14 +91,14 @@ def one(pair: str, device: str) -> dict[str, Any]:
     runs: list[tuple[str, Callable[[], Any]]] = [("eager", lambda: model(*inputs)),
                                                  ("compile", _bind(torch.compile(model), inputs))]
     runs += [(label_of(Path(c)), _candidate(Path(c), init, device, inputs)) for c in cands.split(",")]
-    out: dict[str, Any] = {"problem": Path(ref_path).stem, "labels": [lab for lab, _ in runs], "errors": {}}
+    out: dict[str, Any] = {"problem": Path(ref_path).stem, "errors": {}}
     for label, fn in runs:
         try:  # one broken candidate must not lose the others' profiles (device time is scarce)
             out[label] = summary(profile(fn, device))
             out[label]["wall_ms"] = wall_ms(fn) if device == "cuda" else None
         except Exception as exc:  # noqa: BLE001
             out["errors"][label] = f"{type(exc).__name__}: {str(exc)[:300]}"
-    out["labels"] = [lab for lab in out["labels"] if lab in out]
+    out["labels"] = [lab for lab, _ in runs if lab in out]
     return out
 
 
@@ -114,7 +106,7 @@ def _candidate(path: Path, init: list[Any], device: str, inputs: list[Any]) -> C
     """The candidate's forward on ``inputs``; a candidate that fails to load fails when called (and is reported)."""
     try:
         torch.manual_seed(0)
-        model = load(path).ModelNew(*init).to(device)
+        model = import_file(path, f"_wtg_{path.stem}").ModelNew(*init).to(device)
     except Exception as exc:  # noqa: BLE001
         why = f"{path.name} did not load: {type(exc).__name__}: {exc}"
 

@@ -386,8 +386,8 @@ def _check_first_trial(job: Job, ref_model: Any, inputs64: list[Any], ref_out: l
     lines = job.spec.get("tf32_lines") or []
     if lines:
         raise guards.reject("precision_lowered", stage, f"tl.dot asks for tf32 inputs (line {lines[0]}) on a float32 "
-                            "problem; the kernelbench tolerance wants float32 accuracy (use input_precision='ieee', or 'tf32x3': "
-                            "three tf32 passes)")
+                            "problem; the kernelbench tolerance wants float32 accuracy (use input_precision='ieee', "
+                            "or 'tf32x3': three tf32 passes)")
     big = sum(x.numel() for x in ref_out if isinstance(x, torch.Tensor)) > _PRECISION_CHECK_MAX_ELEMENTS
     if big:  # a float64 copy of model, inputs and outputs would not fit beside the trial's own tensors
         g.notes.append("float64 precision check skipped: outputs too large for a float64 copy")

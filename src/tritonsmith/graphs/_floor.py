@@ -93,8 +93,7 @@ def _precision_reason(best: Mapping[str, Any] | None) -> str:
     because PyTorch ran its convolutions/matmuls in TF32, so torch.compile was timed doing them in one TF32
     tensor-core pass while the kernel is held to float32 accuracy (tf32x3 takes three passes)."""
     checks = ((best or {}).get("result") or {}).get("checks") or {}
-    notes = checks.get("notes") if isinstance(checks, Mapping) else getattr(checks, "notes", None)
-    if JUDGED_FP32_NOTE not in (notes or ()):
+    if JUDGED_FP32_NOTE not in (checks.get("notes") or ()):
         return ""
     return ("; torch.compile ran its convolutions/matmuls in TF32 (one tensor-core pass), this kernel is held to "
             "float32 accuracy (tf32x3: three passes)")
