@@ -6,7 +6,7 @@ same tensor-core efficiency as cuDNN a tf32x3 kernel therefore takes 3x cuDNN's 
 is the bound**, and "vs bound" below is our speed over that bound (1.0 = as efficient as cuDNN per pass).
 "tf32 rate for 0.9x compile" is the tensor-core rate (TFLOP/s of tf32 passes) a tf32x3 kernel would need to run at
 0.9x torch.compile (issue 19's floor; torch.compile calls the same cuDNN convolution): 2.7x the FLOPs over
-torch.compile's time. The H200's dense tf32 peak is ~495 TFLOP/s.
+torch.compile's time. The H200's nominal dense tf32 peak is ~495 TFLOP/s (a specification figure, not measured here).
 
 FLOPs are counted from the problem's convolution (2 per multiply-add: standard ``out * Cin/g * taps``,
 transposed ``in * Cout/g * taps``), shapes from a meta-device run. Times are a suite run's (GPU-measured);
