@@ -71,6 +71,9 @@ def run_on_interpreter(workdir: Path, cases: Mapping[str, tuple[str, str | None]
 
 
 def main() -> None:
+    from tritonsmith.evaluator._tensorcores import emulate_tensor_cores
+
+    emulate_tensor_cores()  # tl.dot as the GPU's tensor cores compute it (tf32 inputs, tf32x3), as the evaluator does
     cases = json.loads(Path(sys.argv[1]).read_text())
     out = {}
     for c in cases:

@@ -278,6 +278,21 @@ def test_forced_kernel_shapes_match_reference_on_interpreter(name: str, forced_i
     assert result["ok"], result["detail"]
 
 
+def test_the_presplit_3xtf32_matmul_is_verified_by_the_evaluator(tmp_path: Path) -> None:
+    """mm-3xtf32 launches a one-pass tf32 dot on operands split into tf32 hi/lo parts: float32-accurate, so the
+    evaluator (which measures accuracy against float64, the interpreter computing what tensor cores do) verifies
+    it and says why the tf32 it asks for is fine; a static "asks for tf32" verdict would have rejected it."""
+    from tritonsmith.evaluator import evaluate
+
+    problem, _, _ = FORCED["matmul_3xtf32_transposed_split_k"]
+    ref, cand = tmp_path / "ref.py", tmp_path / "cand.py"
+    ref.write_text(problem.source)
+    cand.write_text(_forced_source("matmul_3xtf32_transposed_split_k"))
+    result = evaluate(ref, cand, device="cpu", trials=2, tolerance="kernelbench")
+    assert result.status is EvalStatus.CORRECT, result.feedback()
+    assert result.checks is not None and any("keep float32 accuracy against float64" in n for n in result.checks.notes)
+
+
 def _loops_per_kernel(src: str, kernel: str) -> int:
     body = src.split(f"def {kernel}(", 1)[1].split("\n\n\n", 1)[0]
     return body.count("for r0 in range(")

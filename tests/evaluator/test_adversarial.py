@@ -136,7 +136,9 @@ CASES: dict[str, tuple[str, set[EvalStatus], str | None, str | None]] = {
     "output_cache": ("softmax", {REJECTED}, "outputs_ignore_inputs", None),
     "persistent_output": ("softmax", {REJECTED}, "output_reused", None),
     "lower_precision": ("softmax", {REJECTED}, "precision_lowered", None),
-    "tf32_dot": ("matmul", {REJECTED}, "precision_lowered", None),
+    # one-pass tf32 is ~1e-3 off: the tolerance fails first (as on a GPU), or the float64 check does
+    "tf32_dot": ("matmul", {REJECTED, WRONG}, None, None),
+    "tf32_default_dot": ("matmul", {REJECTED, WRONG}, None, None),
     "global_tf32_flag": ("softmax", {REJECTED}, "precision_lowered", "precision_lowered"),
     "timer_monkeypatch": ("softmax", {REJECTED}, "monkeypatch", "monkeypatch"),
     "compare_monkeypatch": ("softmax", {REJECTED}, "monkeypatch", "monkeypatch"),
@@ -220,6 +222,16 @@ def test_strict_runtime_policy_catches_torch_arithmetic(tmp_path, monkeypatch):
     result = evaluate(problem, ADVERSARIAL / "hybrid_conv_relu.py", device="cpu", trials=1, policy="strict")
     assert result.status is REJECTED and result.rule == "torch_compute"
     assert "conv2d" in result.message
+
+
+@pytest.mark.parametrize("name", ["tf32_dot", "tf32_default_dot"])
+def test_a_one_pass_tf32_dot_is_named_as_the_cause(name, tmp_path):
+    """The CPU verdict is the GPU's (the interpreter computes what tensor cores do), and the feedback says
+    why: a dot asking for tf32, or dots that ran one-pass tf32 because nothing asked otherwise."""
+    result = _run(name, tmp_path)
+    assert result.status in (REJECTED, WRONG), result.feedback()
+    said = "asks for one-pass tf32 inputs (line" if name == "tf32_dot" else "tl.dot calls ran one-pass tf32"
+    assert said in result.message and "tf32x3" in result.message, result.message
 
 
 def test_a_tf32x3_dot_is_honest_float32(tmp_path):

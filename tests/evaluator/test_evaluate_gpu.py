@@ -169,14 +169,16 @@ def test_background_thread_is_not_correct(softmax_reference, monkeypatch):
     assert result.status in (EvalStatus.REJECTED, EvalStatus.WRONG_OUTPUT)
 
 
-def test_tf32_dot_is_rejected_on_the_gpu_by_the_float64_check(tmp_path, monkeypatch):
-    """Without the static hint, the float64 comparison still sees tf32's error on a float32 matmul."""
+@pytest.mark.parametrize("name", ["tf32_dot", "tf32_default_dot"])
+def test_tf32_dot_is_rejected_on_the_gpu_by_the_float64_check(name, tmp_path, monkeypatch):
+    """Without the static hint, the float64 comparison still sees tf32's error on a float32 matmul, whether the
+    dot asks for tf32 or says nothing (Triton's default on float32 operands): the CPU's verdict on both."""
     monkeypatch.setattr(evaluate_module, "check_source", lambda *a, **k: StaticReport())
     problem = tmp_path / "matmul.py"
     problem.write_text("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, a, b):\n"
                        "        return a @ b\n\n\ndef get_inputs():\n    return [torch.randn(256, 64) * 0.1, "
                        "torch.randn(64, 192) * 0.1]\n\n\ndef get_init_inputs():\n    return []\n")
-    result = evaluate(problem, ADVERSARIAL / "tf32_dot.py", device="cuda", trials=2, benchmark=False)
+    result = evaluate(problem, ADVERSARIAL / f"{name}.py", device="cuda", trials=2, benchmark=False)
     assert result.status in (EvalStatus.REJECTED, EvalStatus.WRONG_OUTPUT), result.feedback()
     if result.status is EvalStatus.REJECTED:
         assert result.rule == "precision_lowered"

@@ -58,8 +58,9 @@ RULES: dict[str, Rule] = {r.name: r for r in (
        "do not patch library functions"),
     _r("lazy_output", "static", "outputs that are not plain tensors computed in forward (runtime too)",
        "return plain torch.Tensor outputs"),
-    _r("precision_lowered", "static", "tf32/fp16/bf16 compute on a float32 problem: tl.dot input_precision, "
-       "global tf32 switches, or an error vs float64 above what float32 explains (runtime too)",
+    _r("precision_lowered", "static", "tf32/fp16/bf16 compute on a float32 problem: global tf32 switches, or an "
+       "error vs float64 above what float32 explains (runtime too; tl.dot on float32 operands runs one-pass tf32 "
+       "unless input_precision says otherwise; asking for tf32 is enough where that error cannot be measured)",
        "keep float32 accuracy (tl.dot(..., input_precision='ieee') or the tf32x3 split)"),
     # -- runtime: the worker watches the candidate run ------------------------------------------------------
     _r("no_kernel_launched", "runtime", "forward ran without launching any Triton kernel",

@@ -164,6 +164,10 @@ def run(job: Job) -> dict[str, Any]:
         job.stage("cuda_init")
         torch.cuda.init()
         torch.cuda.current_stream()
+    else:  # the interpreter's tl.dot computes what the GPU's tensor cores would (tf32 inputs, tf32x3)
+        from tritonsmith.evaluator._tensorcores import emulate_tensor_cores
+
+        emulate_tensor_cores()
     job.stage("load_reference")
     ref_module = exec_reference(Path(spec["problem_path"]).read_text(), spec["problem_name"])
     job.guards.arm()
