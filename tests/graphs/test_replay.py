@@ -43,3 +43,12 @@ def test_a_recorded_conversation_replays_through_the_loop(folder: Path, replay: 
     for sent, recorded in zip(server.requests, exchanges, strict=True):
         assert {t["function"]["name"] for t in sent["tools"]} == {t["function"]["name"]
                                                                    for t in recorded["request"]["tools"]}
+        # the verdicts the model read from its tools (draft checks too), status by status
+        assert _tool_verdicts(sent) == _tool_verdicts(recorded["request"])
+    for i, words in expected.get("tool_says", []):
+        said = "\n".join(m["content"] for m in server.requests[i]["messages"] if m["role"] == "tool")
+        assert words in said, said
+
+
+def _tool_verdicts(request: dict[str, Any]) -> list[str]:
+    return [str(m["content"]).split(" — ", 1)[0].split("\n", 1)[0] for m in request["messages"] if m["role"] == "tool"]

@@ -61,16 +61,16 @@ HARDWARE_FACTS: dict[str, str] = {
 Target: an NVIDIA data-centre GPU (H100/H200 class, sm_90): 132 SMs, 50 MB L2, up to 228 KB shared \
 memory per SM, ~3.3-4.8 TB/s HBM, ~67 TFLOP/s fp32 on CUDA cores, ~990 TFLOP/s bf16/fp16 and ~495 \
 TFLOP/s tf32 on tensor cores (tl.dot; on float32 operands it runs one-pass tf32 unless told otherwise, \
-which is `precision_lowered` on float32 problems: input_precision="tf32x3", three passes, or "ieee" keep \
-fp32 accuracy). Memory-bound ops win by reading \
+~1e-3 off, which fails a float32 problem as `wrong_output` or `precision_lowered`: input_precision="tf32x3", \
+three passes, or "ieee" keep fp32 accuracy). Memory-bound ops win by reading \
 each byte once (fuse, keep rows in registers, vectorised contiguous loads); compute-bound ops win with \
 tl.dot tiles of 64-256, software pipelining (num_stages 3-4) and grouped tile ordering for L2 reuse.""",
     "cpu": """\
 Target: the Triton CPU interpreter (no GPU here). Only correctness is checked, never speed. The \
 interpreter runs the kernel with numpy: keep grids modest and block sizes <= 4096; bf16 arithmetic is \
 wrong in the interpreter, so compute in fp32. tl.dot here computes what a GPU's tensor cores do: on \
-float32 operands one-pass tf32 unless told otherwise, which is `precision_lowered` on float32 problems \
-(input_precision="tf32x3" or "ieee" keep fp32 accuracy). Write the kernel as you would for a GPU (it \
+float32 operands one-pass tf32 unless told otherwise, ~1e-3 off, which fails a float32 problem as \
+`wrong_output` or `precision_lowered` (input_precision="tf32x3" or "ieee" keep fp32 accuracy). Write the kernel as you would for a GPU (it \
 will run on one later).""",
 }
 
