@@ -25,4 +25,7 @@ def test_tool_arguments_in_every_shape():
     assert source_from_tool_args({"code": f"```python\n{CODE}```"}) == CODE
     assert source_from_tool_args('{"source": "' + CODE.replace("\n", "\\n") + '"}') == CODE
     assert source_from_tool_args({"notes": "nothing"}) is None
+    # evaluate_kernel's argument name carried over to submit_kernel (a slip a model makes), even cut short
+    assert source_from_tool_args({"candidate_source": CODE}) == CODE
+    assert source_from_tool_args('{"candidate_source": "' + CODE.replace("\n", "\\n")) == CODE
     assert text_of([{"type": "text", "text": "a"}, "b"]) == "a\nb"

@@ -12,7 +12,7 @@ __all__ = ["extract_code", "source_from_tool_args", "text_of"]
 _FENCE = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)(?:\n[ \t]*(?P=fence)[ \t]*(?=\n|$)|\Z)",
                     re.DOTALL)
 _CODE_LANGS = {"", "python", "py", "python3", "triton"}
-_KEYS = ("source", "code", "kernel", "kernel_source", "candidate", "python")
+_KEYS = ("source", "candidate_source", "code", "kernel", "kernel_source", "candidate", "python")
 
 
 def text_of(content: Any) -> str:
