@@ -19,6 +19,7 @@
 #   generalize the unseen-shape check of a run's verified kernels ($GEN_RUN, default .runs/suite; GEN_ARGS=--resume
 #              goes on from what an earlier call on the same machine finished) -> generalize/
 #   convtriton the Triton convolutions vs cuDNN and torch.compile, dev level 1 (issue 19) -> conv_triton.{json,log}
+#   rowk       row-reduction kernels of chosen launchers timed alone, with source variants ($ROWK) -> row_kernels.md
 #   wtg        where the device time goes, eager vs torch.compile vs candidates, kernel by kind ($WTG: pairs
 #              PROBLEM.py=CAND.py[,CAND.py]; see benchmarks/where_time_goes_gpu.py) -> where_time_goes.{md,json}
 # Everything comes back as $OUT/all.tar.gz.
@@ -137,6 +138,22 @@ for phase in "$@"; do
       # shellcheck disable=SC2086
       tmo "${WTG_S:-300}" python3 benchmarks/where_time_goes_gpu.py --json "$OUT/where_time_goes.json" ${WTG:-} 2>&1 \
         | grep -v -e Warning -e USDT | tee "$OUT/where_time_goes.md" | grep -E "^## |^\| " ;;
+    rowk)
+      # the row-reduction kernels of chosen launchers timed alone, under source variants ($ROWK: specs, see
+      # benchmarks/row_kernels_gpu.py; $ROWK_SPLIT: specs also run with the split-only variants); then ncu on
+      # one launch of $ROWK_NCU (a kernel name) when ncu is there
+      # shellcheck disable=SC2086
+      { tmo 150 python3 benchmarks/row_kernels_gpu.py ${ROWK:-} --variants as-is
+        [ -n "${ROWK_SPLIT:-}" ] && tmo 150 python3 benchmarks/row_kernels_gpu.py $ROWK_SPLIT --variants warps4,block1024,swapgrid
+      } 2>&1 | grep -v Warning | tee "$OUT/row_kernels.md" | grep -E "^\||device"
+      ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/ncu 2>/dev/null | head -1)
+      if [ -n "${ROWK_NCU:-}" ] && [ -n "$ncu" ]; then
+        # shellcheck disable=SC2086
+        tmo 120 "$ncu" --kernel-name "$ROWK_NCU" --launch-skip 5 --launch-count 1 --section SpeedOfLight \
+          --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
+          python3 benchmarks/row_kernels_gpu.py ${ROWK_NCU_SPEC:-${ROWK%% *}} --variants as-is > "$OUT/row_kernels_ncu.txt" 2>&1
+        grep -E "Duration|Throughput|Occupancy|Registers|Block Size|Grid Size|Stall|Warp Cycles|Issued" "$OUT/row_kernels_ncu.txt" | head -40
+      else echo "ncu: ${ncu:-not found}"; fi ;;
     *) echo "unknown phase $phase" ;;
   esac
   pack

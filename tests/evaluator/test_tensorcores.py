@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,7 +127,7 @@ _GPU_DOT = textwrap.dedent('''
 
 
 @pytest.mark.gpu
-def test_the_emulation_matches_the_tensor_cores_of_this_gpu() -> None:
+def test_the_emulation_matches_the_tensor_cores_of_this_gpu(tmp_path: Path) -> None:
     """What the interpreter is made to compute is what the GPU computes: the same error against float64 for
     one-pass tf32 and tf32x3, and the two results within float32 summation-order noise of each other (rounding
     to nearest instead of the cores' truncation would put them ~5e-4 apart on these inputs)."""
@@ -137,7 +138,9 @@ def test_the_emulation_matches_the_tensor_cores_of_this_gpu() -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", _GPU_DOT], capture_output=True, text=True, env=env, timeout=300)
+    script = tmp_path / "gpu_dot.py"  # a compiled @triton.jit needs its source in a file (python -c has none)
+    script.write_text(_GPU_DOT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     print(out)

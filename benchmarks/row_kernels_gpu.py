@@ -1,0 +1,115 @@
+"""Time the row-reduction kernels of one launcher alone, kernel by kernel, with source variants (GPU only).
+
+The where-time-goes profile of 2026-12-07 (H100) showed the split path's apply kernels of 19_MobileNetV1's
+BatchNorms at ~0.14 ms a launch whatever their size (4-8M elements, ~1,000 programs), where the unsplit kernel
+of the same data size took ~0.014 ms. This script times each kernel of a launcher alone (CUDA events, after
+warm-up) and the same launcher under source variants, to find what costs the time.
+
+    python3 benchmarks/row_kernels_gpu.py CAND.py:_row_0:10x32x112x112 [...] [--variants swapgrid,warps4,block1024]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tritonsmith.core.modload import import_file
+
+VARIANTS = {
+    "as-is": [],
+    "warps4": [(r"num_warps=8", "num_warps=4")],
+    "block1024": [(r"BLOCK_R=2048", "BLOCK_R=1024")],
+    # chunk index fastest: neighbouring programs read neighbouring chunks of one channel
+    "swapgrid": [(r"tl\.program_id\(0\)", "tl.program_id(@1)"), (r"tl\.program_id\(1\)", "tl.program_id(0)"),
+                 (r"tl\.program_id\(@1\)", "tl.program_id(1)"),
+                 (r"(_kernel\[)\((triton\.cdiv\([^)]*\)), (\w+)\)\]", r"\1(\3, \2)]")],
+}
+
+
+def load(path: str, variant: str) -> Any:
+    src = Path(path).read_text()
+    for pattern, repl in VARIANTS[variant]:
+        src = re.sub(pattern, repl, src)
+    out = Path(tempfile.mkdtemp()) / f"{Path(path).stem}__{variant}.py"
+    out.write_text(src)
+    return import_file(str(out), f"rowk_{abs(hash((path, variant)))}")
+
+
+def capture(fn: Any) -> list[tuple[Any, tuple[Any, ...], dict[str, Any], Any]]:
+    """The Triton launches one call of ``fn`` makes (run for real)."""
+    from triton.runtime import jit
+
+    seen: list[tuple[Any, tuple[Any, ...], dict[str, Any], Any]] = []
+    original = jit.JITFunction.run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        if not warmup:
+            seen.append((self, args, kwargs, grid))
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    jit.JITFunction.run = run  # type: ignore[method-assign]
+    try:
+        fn()
+    finally:
+        jit.JITFunction.run = original  # type: ignore[method-assign]
+    return seen
+
+
+def time_ms(fn: Any, reps: int = 100) -> float:
+    for _ in range(10):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+def one(spec: str, variant: str) -> list[str]:
+    path, launcher, shape = spec.split(":")
+    dims = tuple(int(d) for d in shape.split("x"))
+    mod = load(path, variant)
+    x = torch.randn(*dims, device="cuda")
+    w, b = torch.randn(dims[1], device="cuda"), torch.randn(dims[1], device="cuda")
+    call = lambda: getattr(mod, launcher)(x, w, b)  # noqa: E731
+    call()
+    torch.cuda.synchronize()
+    mb = x.numel() * 4 / 1e6
+    rows = [f"| {Path(path).stem[:24]} | {launcher} | {variant} | whole launcher | | {time_ms(call) * 1e3:.1f} | {mb:.0f} |"]
+    for fn, args, kwargs, grid in capture(call):
+        g = grid(kwargs) if callable(grid) else grid
+        t = time_ms(lambda fn=fn, args=args, kwargs=kwargs, g=g: fn[g](*args, **kwargs))
+        rows.append(f"| | | | {fn.__name__} | {tuple(g)} | {t * 1e3:.1f} | |")
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("specs", nargs="+", help="CANDIDATE.py:LAUNCHER:NxCxHxW (the launcher takes x, weight, bias)")
+    ap.add_argument("--variants", default="as-is,warps4,block1024,swapgrid")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("needs a CUDA GPU", file=sys.stderr)
+        return 2
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}; CUDA events, 100 launches after 10")
+    print("| candidate | launcher | variant | kernel | grid | us | input MB |\n|---|---|---|---|---|---|---|")
+    for spec in args.specs:
+        for variant in args.variants.split(","):
+            try:
+                print("\n".join(one(spec, variant)), flush=True)
+            except Exception as exc:  # noqa: BLE001 - one failing variant must not lose the others
+                print(f"| {spec} | | {variant} | {type(exc).__name__}: {str(exc)[:150]} | | | |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
