@@ -293,6 +293,22 @@ def test_the_presplit_3xtf32_matmul_is_verified_by_the_evaluator(tmp_path: Path)
     assert result.checks is not None and any("keep float32 accuracy against float64" in n for n in result.checks.notes)
 
 
+def test_a_split_rows_partials_are_read_in_a_tile_as_wide_as_the_row_tile() -> None:
+    """The combine/apply kernel reads a row block's partials in a [BLOCK_K, BLOCK_S] tile; as wide as the row
+    tile (BLOCK_S = BLOCK_R where the partials fit) it shares the row tile's layout, which keeps Triton 3.6 from
+    broadcasting the statistics through shared memory on every iteration (143 us against 17-24 us, H200)."""
+    import re
+
+    from tritonsmith.agents.builtin._rowkernel import partials_width
+
+    assert partials_width(31, 2048) == 2048 and partials_width(5, 32) == 32 and partials_width(300, 64) == 512
+    src = _forced_source("layernorm_split")
+    for launch in re.findall(r"_row_0(?:_stats0)?_kernel\[.*", src):
+        r, s_ = (int(re.search(rf"{k}=(\d+)", launch).group(1)) for k in ("BLOCK_R", "BLOCK_S"))
+        split = int(re.search(r"SPLIT=(\d+)", launch).group(1))
+        assert s_ == max(r, 1 << (split - 1).bit_length()), launch
+
+
 def _loops_per_kernel(src: str, kernel: str) -> int:
     body = src.split(f"def {kernel}(", 1)[1].split("\n\n\n", 1)[0]
     return body.count("for r0 in range(")

@@ -424,6 +424,15 @@ def _length_f(rw: _RowWriter) -> str:
     return f"({rw.length} * 1.0)" if rw.long_rows else f"{float(rw.dom.r)}"
 
 
+def partials_width(split: int, block_r: int) -> int:
+    """BLOCK_S, the width of the [BLOCK_K, BLOCK_S] tile of a row block's partials: the row tile's width
+    where the partials fit in it. A narrower tile gets its own layout, and Triton 3.6 then broadcast the
+    combined statistics into the row tile through shared memory on every iteration (1024 shared stores in
+    19_MobileNetV1's BatchNorm apply kernel: 143 us a launch on the H200, 2026-12-07, where its statistics
+    kernel, the same loop without that, took 17-24 us; ``benchmarks/row_kernels_gpu.py``)."""
+    return max(next_pow2(split), block_r)
+
+
 def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) -> KernelSource:
     g, dom, name = rw.g, rw.dom, rw.name
     block_k = int(cfg.get("BLOCK_K", 1))
@@ -460,7 +469,8 @@ def _split_kernels(rw: _RowWriter, cfg: dict[str, Any], split: int, chunk: int) 
     body += [rw.w.store(o, KEPT, "kmask & (k * 0 + c == 0)") for o in rw.kept_outs]
     bodies.append((f"{name}_kernel", body, "combine the partials and write the outputs", bool(rw.full_outs)))
     texts, launches = [], []
-    meta: dict[str, int | str] = {"BLOCK_K": block_k, "BLOCK_R": block_r, "BLOCK_S": next_pow2(split), "SPLIT": split,
+    meta: dict[str, int | str] = {"BLOCK_K": block_k, "BLOCK_R": block_r, "BLOCK_S": partials_width(split, block_r),
+                                  "SPLIT": split,
                                   "CHUNK": chunk, "num_warps": int(cfg.get("num_warps", 4))}
     if rw.long_rows:
         del meta["CHUNK"]
