@@ -31,19 +31,13 @@ def one_pass_tf32_dots() -> int:
     return _calls["one_pass_tf32"]
 
 
-def _truncate_tf32(x: np.ndarray) -> np.ndarray:
-    """What the cores read from a float32: the low 13 mantissa bits dropped (inf and NaN kept as they are)."""
+def _tf32(x: np.ndarray, *, nearest: bool = False) -> np.ndarray:
+    """``x`` cut to tf32's 10 mantissa bits (inf and NaN kept as they are): dropped, as the cores read a float32,
+    or ``nearest`` (``cvt.rna.tf32.f32``, tf32x3's high part)."""
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
     special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
-    return np.where(special, bits, bits & np.uint32(0xFFFFE000)).view(np.float32)
-
-
-def _round_tf32(x: np.ndarray) -> np.ndarray:
-    """tf32x3's high part: round to nearest at 10 mantissa bits (``cvt.rna.tf32.f32``)."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
-    rounded = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
-    return np.where(special, bits, rounded).view(np.float32)
+    cut = ((bits + np.uint32(0x1000)) if nearest else bits) & np.uint32(0xFFFFE000)
+    return np.where(special, bits, cut).view(np.float32)
 
 
 def tensor_core_dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str) -> np.ndarray:
@@ -54,15 +48,15 @@ def tensor_core_dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: st
             return np.matmul(x, y, dtype=np.float32)
 
     if precision == "tf32":
-        return mm(_truncate_tf32(a), _truncate_tf32(b)) + acc
+        return mm(_tf32(a), _tf32(b)) + acc
     if precision == "tf32x3":
-        a_hi, b_hi = _round_tf32(a), _round_tf32(b)
+        a_hi, b_hi = _tf32(a, nearest=True), _tf32(b, nearest=True)
         with np.errstate(invalid="ignore", over="ignore"):
-            a_lo, b_lo = _truncate_tf32(a - a_hi), _truncate_tf32(b - b_hi)
+            a_lo, b_lo = _tf32(a - a_hi), _tf32(b - b_hi)
         small = mm(a_lo, b_hi) + mm(a_hi, b_lo)
         # Triton zeroes a NaN correction (inf - inf in the split) so that inf operands still give inf
         small = np.where(np.isnan(small), np.float32(0), small)
-        return mm(_truncate_tf32(a_hi), _truncate_tf32(b_hi)) + (small + acc)
+        return mm(a_hi, b_hi) + (small + acc)  # hi is exact in tf32
     return mm(a, b) + acc
 
 

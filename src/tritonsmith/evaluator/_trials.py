@@ -419,9 +419,11 @@ def _tf32_asked(lines: list[int]) -> str:
 
 def _float32_values(mismatch: dict[str, Any], ref_out: list[Any]) -> bool:
     """Whether the mismatch is in the values of a float32 output (where tf32 dots can be the cause)."""
+    import torch
+
     i = mismatch.get("output_index")
     out = ref_out[i] if mismatch.get("kind") == "values" and isinstance(i, int) and i < len(ref_out) else None
-    return getattr(out, "dtype", None) is not None and str(out.dtype) == "torch.float32"
+    return isinstance(out, torch.Tensor) and out.dtype == torch.float32
 
 
 _TF32_FIX = "input_precision='tf32x3' (three tf32 passes) or 'ieee' keep float32 accuracy"
