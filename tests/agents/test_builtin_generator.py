@@ -65,6 +65,11 @@ CASES: dict[str, tuple[Problem, set[str], tuple[str, ...]]] = {
     "linear_epilogue": (_problem(
         "linear_epilogue", "        self.fc = nn.Linear(45, 29)",
         "x):\n        return torch.relu(self.fc(x)) / 2.0 + 0.5", "[torch.randn(37, 45)]"), {"matmul"}, ()),
+    # a computed A (relu of the input), a small output and a long K: split along K on its own (split_k_for)
+    "linear_long_k_of_computed": (_problem(
+        "linear_long_k_of_computed", "        self.fc = nn.Linear(1040, 11)",
+        "x):\n        return torch.tanh(self.fc(torch.relu(x).flatten(1))) * 2.0", "[torch.randn(3, 5, 13, 16)]"),
+        {"matmul", "row"}, ()),
     "bmm_and_matvec": (_problem(
         "bmm_and_matvec", "        pass",
         "a, b, v):\n        return torch.bmm(a, b).sum(dim=2, keepdim=True) + torch.matmul(a[0], v)",
@@ -187,6 +192,32 @@ def test_refinement_walks_variants_and_switches_to_ieee_after_wrong_output() -> 
     else:
         pytest.fail("the generator never ran out of variants")
     assert len(seen) >= 3
+
+
+def test_a_small_output_with_a_long_k_is_split_along_k_with_a_way_back(generated: dict[str, Candidate]) -> None:
+    """[3, 1040] @ [1040, 11]: one 64x64 tile; split in 8 chunks of 130 (at least 128 each), the note says so,
+    and the menu keeps one program per tile as a variant."""
+    from tritonsmith.agents.builtin import menu_for
+
+    cand = generated["linear_long_k_of_computed"]
+    assert cand.source is not None and "split-K x8 of [3, 1040] @ [1040, 11]" in cand.note, cand.note
+    menu, _ = menu_for(CASES["linear_long_k_of_computed"][0], None)
+    assert [v.options for v in menu if v.key == "no-split-k"] == [{"split_k": 0}]
+
+
+@pytest.mark.parametrize(("m", "n", "k", "split"), [
+    (10, 128, 8192, 64),   # 2 tiles, 256 K steps: 128 programs of 4 steps
+    (20, 128, 512, 4),     # 2 tiles, 16 K steps: chunks stop at 128
+    (20, 512, 128, 0),     # K too short to split
+    (20, 128, 256, 0),     # 8 K steps: the sum's launch would cost what the split saves
+    (256, 256, 4096, 16),  # 8 tiles, under a quarter of the SMs: 128 programs
+    (2048, 2048, 8192, 0),  # 512 tiles: enough programs already
+    (10, 128, 8190, 2),    # 8190 = 2 x 4095: only an even split of K
+])
+def test_split_k_for_sizes(m: int, n: int, k: int, split: int) -> None:
+    from tritonsmith.agents.builtin._lower import split_k_for
+
+    assert split_k_for(m, n, k) == split
 
 
 def test_split_k_for_long_k() -> None:

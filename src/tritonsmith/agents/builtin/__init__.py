@@ -213,7 +213,8 @@ def _shape_generic(problem: Problem, options: dict[str, Any], traced: Any, plan:
             other = _export_other(problem, size)
         if isinstance(other, str):
             raise NotGeneric(other)
-        plan.lead = generic_lead(traced.graph, trace_problem(problem, options, other).graph, ref, size)
+        again = {**options, "split_k_auto": traced.split_k_auto}  # the same split-K at the other size
+        plan.lead = generic_lead(traced.graph, trace_problem(problem, again, other).graph, ref, size)
     except NotGeneric as exc:
         plan.static_reason = str(exc)
     except UnsupportedError as exc:
@@ -306,6 +307,10 @@ def _note(variant: Any, traced: Any, plan: Any) -> str:
            f"variant {variant.key}: {variant.why}"
     if traced.rewrites:
         note += f"; rewrites: {', '.join(traced.rewrites)}"
+    from tritonsmith.agents.builtin._variants import split_k_fired
+
+    if fired := split_k_fired(plan):
+        note += f"; {', '.join(fired)}"
     if plan.torch_ops:
         note += f"; hybrid: torch ops remain: {', '.join(plan.torch_ops)}"
     note += "; shape-generic: the leading dimension is a run-time size" if plan.lead is not None else \

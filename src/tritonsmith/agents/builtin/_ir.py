@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import torch
 
+SMS = 132  # streaming multiprocessors of an H100/H200: the kernels size their grids to fill them
+
 # Node kinds
 INPUT = "input"    # a forward argument
 PARAM = "param"    # a parameter or buffer of the module (``self.<path>``)
@@ -125,6 +127,7 @@ class Lowering(Protocol):
 
     g: Graph
     options: dict[str, Any]
+    split_k_auto: list[int]  # the split-K counts the lowering chose itself, in order (``_lower.split_k_for``)
 
     def pw(self, op: str, *args: Any, dtype: torch.dtype | None = None, **attrs: Any) -> Node: ...
 

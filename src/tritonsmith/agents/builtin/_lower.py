@@ -12,7 +12,7 @@ import torch
 
 from tritonsmith.agents.builtin._convcl import channels_last_strides
 from tritonsmith.agents.builtin._ir import (
-    CONV, PW, SCAN, VIEW, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill,
+    CONV, PW, SCAN, SMS, VIEW, WINDOW, Node, UnsupportedError, contiguous_strides, is_fill,
 )
 from tritonsmith.agents.builtin._rnn import lower_rnn
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 aten = torch.ops.aten
 LOWERINGS: dict[Any, Callable[..., Any]] = {}
 _SPLIT_MIN = 1 << 18  # a whole-tensor reduction this large is split in two stages (one program is too slow)
+_SPLIT_K_CHUNK = 128  # the least K a split-K chunk keeps: 4 steps of BLOCK_K = 32
 
 
 def _reg(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -480,13 +481,41 @@ def _mm(lw: _Lowering, fx: Any, a: Node, b: Node) -> Node:
             return lw.reduce("sum", lw.pw("mul", a, lw.view(b, (1, k))), (1,), True)
         if m == 1:
             return lw.reduce("sum", lw.pw("mul", lw.view(a, (k, 1)), b), (0,), True)
-        split = int(lw.options.get("split_k", 0))
+    if len(a.shape) == 2:
+        (m, k), n = a.shape, b.shape[1]
+        split = lw.options.get("split_k")
+        if split is None:  # chosen here; at another leading size, as at the first (options split_k_auto)
+            again, i = lw.options.get("split_k_auto") or [], len(lw.split_k_auto)
+            split = again[i] if i < len(again) else split_k_for(m, n, k)
+            lw.split_k_auto.append(split)
         if split > 1 and k % split == 0:
-            a3 = lw.permute(lw.view(a, (m, split, k // split)), [1, 0, 2])
-            b3 = lw.view(b, (split, k // split, n))
-            if a3.addressable and b3.addressable:
-                return lw.reduce("sum", lw.mm(a3, b3), (0,), False)
+            # [S, m, k / S] @ [S, k / S, n]: views of A and B (of the stored value, where A is computed)
+            partials = lw.mm(lw.permute(lw.view(a, (m, split, k // split)), [1, 0, 2]),
+                             lw.view(b, (split, k // split, n)))
+            partials.attrs["split_k"] = split
+            return lw.reduce("sum", partials, (0,), False)
     return lw.mm(a, b)
+
+
+def split_k_for(m: int, n: int, k: int) -> int:
+    """How many K chunks an fp32 ``[m, k] @ [k, n]`` is split into when no variant says (0: none).
+
+    With tiles of 128 or 64 rows by 64 columns (the fp32 default) a small output makes few programs, each
+    walking the whole K loop alone: 32_ConvolutionalVisionTransformer's ``[10, 8192] @ [8192, 128]`` ran as
+    2 programs of 256 K steps, 0.28 ms on the H100 (2026-12-07, where_time_goes), where the weight's 4 MB
+    stream in ~1 us. Split into S chunks, ``S * tiles`` programs write partial products ``[S, m, n]`` and a
+    row kernel sums them (with the epilogue). S doubles while the programs fit one wave and each chunk
+    keeps at least ``_SPLIT_K_CHUNK`` of K (a pipelined loop of 4+ steps); only where the tiles fill under a
+    quarter of the SMs and K takes 16+ steps: there one program's loop (~0.9 us a step on the H100: 32's
+    ``[20, 512] @ [512, 128]``, 16 steps, 19.6 us; its 4-step matmuls 6.3 us) outweighs the sum's launch.
+    """
+    tiles = -(-m // (128 if m > 64 else 64)) * -(-n // 64)
+    if tiles * 4 > SMS or k < 4 * _SPLIT_K_CHUNK:
+        return 0
+    split = 1
+    while tiles * split * 2 <= SMS and k % (split * 2) == 0 and k // (split * 2) >= _SPLIT_K_CHUNK:
+        split *= 2
+    return split if split > 1 else 0
 
 
 @_reg(aten.addmm.default)

@@ -24,13 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import PW, REDUCE, Lead, Node, NotGeneric, contiguous_strides, numel
+from tritonsmith.agents.builtin._ir import PW, REDUCE, SMS, Lead, Node, NotGeneric, contiguous_strides, numel
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, next_pow2, row_index_lines
 from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan, layout
 
 __all__ = ["Pair", "find_pairs", "row_kernel", "split_plan"]
 
-SMS = 132  # streaming multiprocessors of an H100/H200
 TARGET_PROGRAMS = 8 * SMS  # a split row kernel aims at this many programs (several waves per SM)
 SPLIT_MIN_R = 1 << 15  # rows shorter than this are never split unless the configuration forces it
 _IDENTITY = {"sum": "0.0", "max": "-float('inf')", "min": "float('inf')"}

@@ -37,6 +37,9 @@ class TracedProblem:
         self.input_names = input_names
         self.scalars: dict[int, Any] = {}  # position among forward args -> the value export baked in
         self.rewrites: list[str] = []  # the algebraic rewrites that fired (``_rewrite.py``), in order
+        # each 2-D matmul's split-K chosen by ``_lower.split_k_for`` (0: none), in lowering order: the trace at
+        # another leading size reuses them (options ``split_k_auto``), so a split never changes with that size
+        self.split_k_auto: list[int] = []
 
 
 Exported = tuple[Any, list[Any], dict[str, str]]
@@ -195,6 +198,7 @@ class _Lowering:
         self.scalars: dict[int, Any] = {}
         self.g = Graph()
         self.env: dict[str, Any] = {}
+        self.split_k_auto: list[int] = []
 
     def run(self) -> TracedProblem:
         sig = self.program.graph_signature
@@ -237,6 +241,7 @@ class _Lowering:
         params = [n.name for n in self.g.nodes if n.kind == PARAM]
         traced = TracedProblem(self.g, params, input_names)
         traced.scalars = dict(self.scalars)
+        traced.split_k_auto = list(self.split_k_auto)
         return traced
 
     def _constant(self, name: str) -> Any:

@@ -12,7 +12,7 @@ import torch
 from tritonsmith.agents.base import Attempt
 from tritonsmith.agents.builtin._convcl import eligible, plan_network
 from tritonsmith.agents.builtin._hints import order_by_hints, profile_hints
-from tritonsmith.agents.builtin._ir import PW, Node
+from tritonsmith.agents.builtin._ir import PW, SMS, Node
 from tritonsmith.agents.builtin._kernelbase import next_pow2
 from tritonsmith.agents.builtin._matmul import mm_shapes
 from tritonsmith.agents.builtin._partition import (
@@ -23,7 +23,6 @@ from tritonsmith.core.results import EvalStatus
 
 __all__ = ["Variant", "choose_variant", "group_config", "remaining", "variant_menu"]
 
-_SMS = 132  # streaming multiprocessors of an H100/H200: enough programs keep them all busy
 
 
 @dataclass(frozen=True)
@@ -180,7 +179,7 @@ def _matmul_config(g: Group, presplit: bool = False) -> dict[str, Any]:
     epilogue_loads = any(isinstance(a, Node) and id(a) not in inside for x in g.nodes[1:] for a in x.args)
     light = not epilogue_loads and sum(1 for x in g.nodes[1:] if x.kind == PW) <= _WIDE_EPILOGUE_OPS
     wide = m >= 128 and n >= 256 and mm.args[0].shape[-1] >= 256 and light
-    if wide and bsz * -(-m // 128) * -(-n // 256) >= 2 * _SMS:
+    if wide and bsz * -(-m // 128) * -(-n // 256) >= 2 * SMS:
         cfg.update(BLOCK_N=256, num_stages=3)
     return cfg
 
@@ -240,22 +239,35 @@ def _across_memory(g: Group) -> bool:
 
 
 def _split_k(plan: Plan) -> int:
-    """Split the K loop of a lone small matmul with a long K over more programs (partials, then a sum).
-    Only where the lowering can (``_lower._mm``: both operands loadable as they are, not computed values),
-    so that the variant's description says what its code does."""
+    """Split the K loop of a lone small matmul with a long K over more programs (partials, then a sum), the
+    same count for every matmul of the plan. Only where both operands are loadable as they are (not computed
+    values). A matmul the lowering already split on its own (``split_k_for``) is judged by its unsplit sizes."""
     for g in plan.groups:
-        if g.kind == MATMUL and len(g.nodes[0].shape) == 2:
-            a, b = g.nodes[0].args[0], g.nodes[0].args[1]
-            if not (a.addressable and b.addressable):
-                return 0
-            m, n, k = a.shape[0], g.nodes[0].shape[1], a.shape[1]
-            tiles = -(-m // 128) * -(-n // 128)
-            if tiles < _SMS // 2 and k >= 8192:
-                split = 1
-                while tiles * split * 2 <= 2 * _SMS and k % (split * 2 * 256) == 0:
-                    split *= 2
-                return split if split > 1 else 0
+        mm = g.nodes[0]
+        if g.kind != MATMUL or (len(mm.shape) != 2 and "split_k" not in mm.attrs):
+            continue
+        a, b = mm.args[0], mm.args[1]
+        if not (a.addressable and b.addressable):
+            return 0
+        if "split_k" in mm.attrs:  # [S, m, k / S] @ [S, k / S, n]
+            m, n, k = a.shape[1], mm.shape[2], a.shape[2] * mm.shape[0]
+        else:
+            m, n, k = a.shape[0], mm.shape[1], a.shape[1]
+        tiles = -(-m // 128) * -(-n // 128)
+        if tiles < SMS // 2 and k >= 8192:
+            split = 1
+            while tiles * split * 2 <= 2 * SMS and k % (split * 2 * 256) == 0:
+                split *= 2
+            return split if split > 1 else 0
     return 0
+
+
+def split_k_fired(plan: Plan) -> list[str]:
+    """The matmuls the lowering split along K on its own (``_lower.split_k_for``), as ``S x [m, k] @ [k, n]``."""
+    fired = [g.nodes[0] for g in plan.groups if g.kind == MATMUL and "split_k" in g.nodes[0].attrs]
+    said = [f"split-K x{mm.attrs['split_k']} of [{m}, {mm.shape[0] * k}] @ [{mm.shape[0] * k}, {n}]"
+            for mm in fired for (m, k), n in [(mm.args[0].shape[1:], mm.shape[2])]]
+    return [s + (f" ({said.count(s)} times)" if said.count(s) > 1 else "") for s in dict.fromkeys(said)]
 
 
 def variant_menu(plan: Plan) -> list[Variant]:
@@ -277,8 +289,8 @@ def variant_menu(plan: Plan) -> list[Variant]:
         if aligned is not None and any(mm_flops(g) >= _ALIGNED_FIRST_FLOPS for g in plan.groups if g.kind == MATMUL):
             menu.remove(aligned)  # first where the GEMM is large: the copies cost ~0.1 ms, the 4-byte loads ~2x
             menu.insert(0, aligned)
-        if split:
-            menu.append(Variant("no-split-k", "one program per output tile", {}, {}))
+        if split or split_k_fired(plan):
+            menu.append(Variant("no-split-k", "one program per output tile", {"split_k": 0}, {}))
     if ROW in kinds:
         menu += _row_variants(plan, base_opts)
     if WINDOWS in kinds:
