@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import torch
 
-from tritonsmith.agents.builtin._exprs import offset_expr, offset_text
+from tritonsmith.agents.builtin._exprs import Digits, offset_expr, offset_text
+from tritonsmith.agents.builtin._partition import row_domain
 
 
 def _evaluate(text: str, lin: torch.Tensor, lead: int) -> torch.Tensor:
@@ -38,3 +40,63 @@ def test_offset_text_with_literal_sizes_agrees_with_offset_expr() -> None:
         expected = torch.as_tensor(_evaluate(offset_expr("lin", (5, 1, 6, 4), strides, 3), lin, 0)).expand_as(lin)
         got = torch.as_tensor(_evaluate(offset_text("lin", (5, 1, 6, 4), strides, 3), lin, 0)).expand_as(lin)
         assert torch.equal(got, expected), strides
+
+
+def _digits_of(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[Digits, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``Digits`` a row kernel over ``shape`` reduced along ``dims`` has, and every element's ``k``, ``r``
+    and row-major index ``lin`` (``row_index_lines``' arithmetic, on tensors)."""
+    dom = row_domain(shape, dims)
+
+    def coords(runs: tuple[tuple[int, int], ...], var: str, kept: bool) -> list[tuple[int, int, str, bool]]:
+        if len(runs) == 1:
+            return [(runs[0][0], runs[0][1], var, kept)]
+        (n0, s0), (n1, s1) = runs
+        return [(n0, s0, f"({var} // {n1})", kept), (n1, s1, f"({var} % {n1})", kept)]
+
+    def part(v: torch.Tensor, runs: tuple[tuple[int, int], ...]) -> torch.Tensor:
+        if not runs:
+            return torch.zeros_like(v)
+        if len(runs) == 1:
+            return v * runs[0][1]
+        (_, s0), (n1, s1) = runs
+        return (v // n1) * s0 + (v % n1) * s1
+
+    runs = coords(dom.kept_runs, "k", True) if dom.kept_runs else []
+    runs += coords(dom.red_runs, "r", False)
+    k, r = torch.meshgrid(torch.arange(dom.k), torch.arange(dom.r), indexing="ij")
+    return Digits(tuple(sorted(runs, key=lambda t: t[1]))), k, r, part(k, dom.kept_runs) + part(r, dom.red_runs)
+
+
+def test_digits_of_a_row_index_match_dividing_it_for_every_element() -> None:
+    """``(lin // lo) % size`` from the runs' coordinates equals the division of ``lin`` itself for every element,
+    at every bound that splits the shape at dimension boundaries and at every other bound; a bound between
+    digits (``(lin // 3) % 15`` of rows of 60 read across batches) falls back (None), never a wrong digit."""
+    for shape, dims in [((6, 5, 7, 3), (1, 3)), ((4, 6, 10), (0,)), ((3, 4, 5, 6), (2, 3)), ((3, 4, 5, 6), (0, 1)),
+                        ((2, 3, 4, 5), (0, 2)), ((5, 9, 4, 4), (0, 2, 3)), ((7, 11), (1,))]:
+        digits, k, r, lin = _digits_of(shape, dims)
+        total = lin.numel()
+        bounds = [(lo, size) for lo in range(1, total + 1) for size in [None, *range(1, total // lo + 2)]]
+        exact = 0
+        for lo, size in bounds:
+            got = digits.of(lo, size)
+            if got is None:
+                continue
+            text, row_only = got
+            value = eval(text, {}, {"k": k, "r": r})  # the kernel text, run on integer tensors
+            want = lin // lo if size is None else (lin // lo) % size
+            assert torch.equal(torch.as_tensor(value).expand_as(want), want), (shape, dims, lo, size, text)
+            assert not row_only or not re.search(r"\br\b", text), text
+            exact += 1
+        assert exact >= len(shape), (shape, dims)  # at least the dimensions' own digits are written without lin
+    bn, _, _, _ = _digits_of((10, 192, 224, 224), (0, 2, 3))
+    assert bn.of(224 * 224, 192) == ("k", True)  # BatchNorm's channel: the row itself
+    assert bn.of(192 * 224 * 224, None) == ("(r // 50176)", False)
+    assert _digits_of((4, 6, 10), (0,))[0].of(3, 15) is None
+
+
+def test_a_digit_inside_a_run_sized_at_run_time_is_left_to_lin() -> None:
+    """Where the outermost run follows the leading size, a remainder inside it is refused; a quotient is not."""
+    digits = Digits(((50, 1, "(r % 50)", False), (4, 50, "k", True), (10, 200, "(r // 50)", False)), top_fixed=False)
+    assert digits.of(200, 5) is None
+    assert digits.of(200, None) == ("(r // 50)", False)
+    assert digits.of(50, 4) == ("k", True)

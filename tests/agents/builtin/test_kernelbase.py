@@ -48,6 +48,56 @@ def test_per_channel_values_are_read_by_row_and_the_kernels_stay_correct(tmp_pat
     by_row = {ptr for ptr, idx, mask in loads if idx == "k" and mask == "kmask"}
     assert len(by_row) >= 3, loads  # conv bias, BatchNorm weight, BatchNorm bias
     assert not any("% 13" in idx for _, idx, _ in loads), loads  # no per-element channel gather is left
-    assert any("% 9" in idx or idx.endswith("lin") for _, idx, _ in loads)  # the LayerNorm's per-element reads
+    # the LayerNorm's weight and bias, per element: by the reduced coordinate ``r`` itself (``_exprs.Digits``),
+    # not by ``lin % 9``
+    assert sum(idx == "r" and mask == "mask" for _, idx, mask in loads) >= 2, loads
     checked = run_on_interpreter(tmp_path, {"conv_bn_ln": (_BN, cand.source)})
     assert checked["conv_bn_ln"]["ok"], checked["conv_bn_ln"]["detail"]
+
+
+_DENSE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv1 = nn.Conv2d(8, 3, 3, padding=1)
+        self.bn2 = nn.BatchNorm2d(11)
+        self.conv2 = nn.Conv2d(11, 3, 3, padding=1)
+        self.bn3 = nn.BatchNorm2d(14)
+
+    def forward(self, x):
+        a = self.conv1(torch.relu(self.bn1(x)))
+        f = torch.cat([x, a], 1)
+        b = self.conv2(torch.relu(self.bn2(f)))
+        g = torch.cat([x, a, b.transpose(2, 3)], 1)
+        return torch.relu(self.bn3(g)) * 0.5
+
+
+def get_inputs():
+    return [torch.randn(3, 8, 7, 7) * 2.0 + 0.3]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_concatenation_along_the_rows_is_chosen_once_per_row_and_stays_correct(tmp_path: Path) -> None:
+    """A DenseNet block's BatchNorm over ``cat(features, 1)``: the rows are channels, so each row's source pointer
+    and batch stride are chosen per row (``q``/``o`` tiles) and no element divides ``lin`` to find its channel;
+    a source read through a transpose is not contiguous, so that concatenation takes the per-element path, with
+    its channel still the row ``k``. Sources of 8 and 3 channels (different batch strides), odd sizes."""
+    problem = Problem.from_source(_DENSE, name="dense_block")
+    cand = BuiltinGenerator().generate(GenerationRequest(problem=problem, iteration=0))
+    assert cand.source is not None, cand.note
+    src = cand.source
+    assert re.search(r"o\d+ = tl\.where\(\(c\d+ >= 8\), 147, o\d+\)", src), src  # 3 channels x 49: the batch stride
+    assert re.search(r"tl\.load\(q\d+ \+ \(r // 49\) \* o\d+ \+ \(r % 49\), mask=mask", src), src
+    assert re.search(r"c\d+ = k  # index along cat dim 1", src), src
+    assert "// 49) % 14" not in src and "// 49) % 11" not in src  # no channel found by dividing lin
+    assert re.search(r"p\d+ = tl\.where\(sel\d+_2,", src), src  # the transposed source: per element
+    checked = run_on_interpreter(tmp_path, {"dense_block": (_DENSE, src)})
+    assert checked["dense_block"]["ok"], checked["dense_block"]["detail"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -150,8 +151,45 @@ def broadcast_strides(shape: tuple[int, ...], strides: tuple[int, ...], use: tup
     return tuple(out)
 
 
-def offset_expr(idx: str, use: tuple[int, ...], strides: tuple[int, ...], base: int) -> str:
-    """Element offset of row-major index ``idx`` of shape ``use`` in a tensor with ``strides``."""
+@dataclass(frozen=True)
+class Digits:
+    """A row kernel's element index ``lin`` as the mixed-radix number it is: ``lin = sum(coord * stride)`` over
+    the domain's runs of kept and reduced dimensions, whose coordinates the kernel already has (``k``, ``r``
+    or a quotient/remainder of them). ``(lin // lo) % size`` is then written from those coordinates instead of
+    dividing ``lin`` again per element (a concatenation's channel index is the row ``k`` itself)."""
+
+    runs: tuple[tuple[int, int, str, bool], ...]  # (size, stride, coordinate text, of the kept runs), inner first
+    top_fixed: bool = True  # False: the outermost run's size follows the leading size (never taken modulo)
+
+    def of(self, lo: int, size: int | None) -> tuple[str, bool] | None:
+        """``(lin // lo) % size`` (``size`` None: ``lin // lo``) as text, and whether it depends on the row only;
+        None where a bound falls between digits (the caller divides ``lin``)."""
+        top_size, top_stride = self.runs[-1][0], self.runs[-1][1]
+        hi = None if size is None or lo * size >= top_size * top_stride else lo * size
+        if hi is not None and hi > top_stride and not self.top_fixed:
+            return None  # a remainder inside a run whose size is known only at run time
+        terms, row_only = [], True
+        for n, st, coord, kept in self.runs:
+            a, b = max(lo, st), st * n if hi is None else min(hi, st * n)
+            if a >= b:
+                continue
+            m = a // st  # the run's coordinate holds this digit from place m (in the run's own units) to b
+            if a % st or a % lo or n % m or (b < st * n and (b % st or b % a or (st * n) % b)):
+                return None
+            t = coord if m == 1 else f"({coord} // {m})"
+            if b < st * n:
+                t = f"({t} % {b // a})"
+            terms.append(t if a == lo else f"{t} * {a // lo}")
+            row_only = row_only and kept
+        if not terms:
+            return "0", True
+        return (terms[0] if len(terms) == 1 else "(" + " + ".join(reversed(terms)) + ")"), row_only
+
+
+def offset_expr(idx: str, use: tuple[int, ...], strides: tuple[int, ...], base: int,
+                digits: Digits | None = None) -> str:
+    """Element offset of row-major index ``idx`` of shape ``use`` in a tensor with ``strides`` (``digits``: the
+    index's coordinates, where ``idx`` is a row kernel's ``lin``)."""
     merged: list[list[int]] = []
     for s, st in zip(use, strides, strict=True):
         if s == 1:
@@ -164,8 +202,13 @@ def offset_expr(idx: str, use: tuple[int, ...], strides: tuple[int, ...], base: 
     for i in range(len(merged) - 1, -1, -1):
         s, st = merged[i]
         if st != 0:
-            q = idx if inner == 1 else f"({idx} // {inner})"
-            t = q if i == 0 else f"({q} % {s})"
+            # the whole index (no division) stays itself: lin is computed anyway
+            got = digits.of(inner, None if i == 0 else s) if digits is not None and (inner, i) != (1, 0) else None
+            if got is not None:
+                t = got[0]
+            else:
+                q = idx if inner == 1 else f"({idx} // {inner})"
+                t = q if i == 0 else f"({q} % {s})"
             terms.append(t if st == 1 else f"{t} * {st}")
         inner *= s
     if base:

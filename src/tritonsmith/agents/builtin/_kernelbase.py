@@ -8,7 +8,7 @@ import this module and never each other; ``_kernels.kernel_for`` picks the famil
 
 from __future__ import annotations
 
-__all__ = ["KernelSource", "KernelWriter", "WindowDim", "channel_fastest_lines", "describe", "describe_external",
+__all__ = ["IDX64_AT", "KernelSource", "KernelWriter", "WindowDim", "channel_fastest_lines", "describe", "describe_external",
            "fill_expr", "next_pow2", "row_index_lines", "tuple_text"]
 
 from dataclasses import dataclass, field
@@ -16,12 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from tritonsmith.agents.builtin._convcl import CL_FORMAT, channels_last_strides
-from tritonsmith.agents.builtin._exprs import TL_DTYPE, broadcast_strides, literal, offset_expr, offset_text, pw_expr
+from tritonsmith.agents.builtin._exprs import (TL_DTYPE, Digits, broadcast_strides, literal, offset_expr, offset_text,
+                                              pw_expr)
 from tritonsmith.agents.builtin._ir import (REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, contiguous_strides,
                                            is_fill, numel)
 from tritonsmith.agents.builtin._partition import FULL, KEPT, ROW, Group, Plan, layout, layout_at, resolve_base
 
-_IDX64_AT = (1 << 31) - (1 << 24)
+IDX64_AT = (1 << 31) - (1 << 24)
 
 
 @dataclass
@@ -56,6 +57,7 @@ class KernelWriter:
         # walk order of a FULL-rank index, slowest dim first (conv-cl: channels-last memory order)
         self.order: tuple[int, ...] | None = None
         self.out_format = ""  # "" (contiguous) or a torch memory format the outputs are allocated in
+        self.digits: Digits | None = None  # a row kernel's ``lin`` as its runs' coordinates (``_exprs.Digits``)
         # shape-generic: the kernel takes the leading size ``lead`` at run time (None: the reference's shapes)
         self.lead: Lead | None = plan.lead if plan.lead is not None and any(
             plan.lead.batched(a) for n in group.nodes for a in (n, *n.node_args())) else None
@@ -97,7 +99,7 @@ class KernelWriter:
         return self.ptr[base.id]
 
     def check_size(self, n: int) -> None:
-        if n >= _IDX64_AT:
+        if n >= IDX64_AT:
             self.idx64 = True
 
     def value(self, a: Any, use: tuple[int, ...], rank: str, lines: list[str], cache: dict[Any, str],
@@ -128,13 +130,20 @@ class KernelWriter:
             elif texts != (bstrides, off):  # a stride or the offset holds the leading size (attention's q, k, v)
                 offs = offset_text(idx, use, *texts)
             else:
-                offs = offset_expr(idx, use, bstrides, off)
+                offs = offset_expr(idx, use, bstrides, off, self._digits(idx, use))
             var = f"x{len(cache)}_{rank[0]}"
             load = f"tl.load({ptr} + {offs})" if offs.isdigit() else f"tl.load({ptr} + {offs}, mask={mask}, other=0)"
             cast = ".to(tl.float32)" if a.dtype.is_floating_point else ""
             lines.append(f"{var} = {load}{cast}  # {describe_external(a)}")
             cache[key] = var
         return cache[key]
+
+    def _digits(self, idx: str, use: tuple[int, ...]) -> Digits | None:
+        """The row kernel's digits where ``idx`` is its row-major index ``lin`` walked in ``use``'s own order."""
+        dom = self.g.domain
+        if self.digits is None or dom is None or idx != "lin" or self.order is not None or numel(use) != dom.numel:
+            return None
+        return self.digits
 
     def _moved_lead(self, use: tuple[int, ...], a: Node | None = None) -> int | None:
         """The dimension of ``use`` (the shape this group's elements walk) that follows the leading size when a
@@ -261,12 +270,17 @@ class KernelWriter:
         d = n.attrs["dim"]
         inner, size = numel(n.shape[d + 1:]), n.shape[d]
         c = f"c{n.id}"
-        lines.append(f"{c} = {idx if inner == 1 else f'({idx} // {inner})'} % {size}  # index along cat dim {d}")
+        digits = self._digits(idx, n.shape)
+        got = digits.of(inner, size) if digits is not None else None
+        lines.append(f"{c} = {got[0] if got else (idx if inner == 1 else f'({idx} // {inner})') + f' % {size}'}"
+                     f"  # index along cat dim {d}")
         sources = n.node_args()
         owner = self.plan.owner
         # one pointer per element, then one load: each element has exactly one source, and loading every
         # source's tile (masked) kept them all live (DenseNet201: 48 sources, 500-850 spilled registers on sm_90)
         by_pointer = len({a.dtype for a in sources}) == 1 and not any(is_fill(resolve_base(a, owner)) for a in sources)
+        if by_pointer and got is not None and got[1] and self._cat_by_row(n, c, (inner, size), lines):
+            return
         lo = 0
         for j, src in enumerate(sources):
             hi = lo + src.shape[d]
@@ -288,6 +302,36 @@ class KernelWriter:
         else:
             lines[-1] += f"  # {describe(n)}"
 
+    def _cat_by_row(self, n: Node, c: str, geo: tuple[int, int], lines: list[str]) -> bool:
+        """A concatenation along a dimension the rows own (a channel of BatchNorm's rows): each row has one
+        source, so its pointer and batch stride are chosen once per row, and an element's address is one
+        multiply-add of the digits the row kernel already has (a 6-source DenseNet block compared and selected
+        six 64-bit pointers per element). False (nothing written) unless every source is contiguous."""
+        sources, owner, digits = n.node_args(), self.plan.owner, self.digits
+        inner, size = geo
+        layouts = [layout(a, owner) for a in sources]
+        if digits is None or any((tuple(st), off) != (contiguous_strides(a.shape), 0)
+                                 for a, (_, st, off) in zip(sources, layouts, strict=True)):
+            return False
+        outer, low = digits.of(inner * size, None), digits.of(1, inner) if inner > 1 else ("0", True)
+        if outer is None or low is None:
+            return False
+        d, lo = n.attrs["dim"], 0
+        for j, (src, (base, _, _)) in enumerate(zip(sources, layouts, strict=True)):
+            row = f"{self.base_ptr(base)} + ({c} - {lo}) * {inner}"
+            width = src.shape[d] * inner  # the source's stride of the dimensions before the cat's
+            if j == 0:
+                lines += [f"q{n.id} = {row}  # the row's source: {describe_external(src)}", f"o{n.id} = {width}"]
+            else:
+                sel = f"({c} >= {lo})"
+                lines += [f"q{n.id} = tl.where({sel}, {row}, q{n.id})  # {describe_external(src)}",
+                          f"o{n.id} = tl.where({sel}, {width}, o{n.id})"]
+            lo += src.shape[d]
+        cast = ".to(tl.float32)" if n.dtype.is_floating_point else ""
+        lines.append(f"v{n.id} = tl.load(q{n.id} + {outer[0]} * o{n.id} + {low[0]}, mask=mask, other=0){cast}"
+                     f"  # {describe(n)}")
+        return True
+
     def _cat_pointer(self, n: Node, j: int, src: Node, names: tuple[str, str, str, str],
                      geo: tuple[int, int, int], lines: list[str], *, guard: bool) -> str:
         """The address of each element in cat source ``j`` (its row-major index there, through its strides);
@@ -295,10 +339,13 @@ class KernelWriter:
         idx, _, c, sel = names
         lo, inner, size = geo
         outer = numel(n.shape) // (inner * size)
-        terms = [f"({idx} // {inner * size}) * {src.shape[n.attrs['dim']] * inner}"] if outer > 1 else []
+        digits = self._digits(idx, n.shape)
+        top, low = (digits.of(inner * size, None), digits.of(1, inner)) if digits is not None else (None, None)
+        terms = [f"{top[0] if top else f'({idx} // {inner * size})'} * {src.shape[n.attrs['dim']] * inner}"] \
+            if outer > 1 else []
         terms.append(f"({c} - {lo})" + (f" * {inner}" if inner > 1 else ""))
         if inner > 1:
-            terms.append(f"{idx} % {inner}")
+            terms.append(low[0] if low else f"{idx} % {inner}")
         local = f"i{n.id}_{j}"
         lines.append(f"{local} = " + (f"tl.where({sel}, {' + '.join(terms)}, 0)" if guard else " + ".join(terms)))
         base, strides, off = layout(src, self.plan.owner)
@@ -318,7 +365,7 @@ class KernelWriter:
         off = idx
         if rank == FULL and self.order is None and n.attrs.get("channels_last"):
             assert n.strides is not None  # net-cl: the row-major index goes to its channels-last address
-            off = offset_expr(idx, n.shape, n.strides, 0)
+            off = offset_expr(idx, n.shape, n.strides, 0, self._digits(idx, n.shape))
         return (f"tl.store(out{self.g.outputs.index(n)}_ptr + {off}, v{n.id}.to({TL_DTYPE[n.dtype]}), "
                 f"mask={mask or default})")
 
@@ -388,7 +435,7 @@ class KernelWriter:
             raise NotGeneric(f"{self.name} writes values whose size follows the leading size from no such input")
         sized = [n for n in [*self.g.nodes, *self.bases, *self.g.outputs] if lead.batched(n)]
         per = max(lead.per_lead(numel(n.shape)) for n in sized)
-        limit = ((1 << 62) if self.idx64 else _IDX64_AT - 1) // per
+        limit = ((1 << 62) if self.idx64 else IDX64_AT - 1) // per
         c, d = lead.scale[self.bases[src].id], lead.dim(self.bases[src])
         # _lead reads the first dimension: a tensor whose size follows elsewhere is read through a moved view
         t = f"{args[src]}.movedim({d}, 0)" if d else args[src]

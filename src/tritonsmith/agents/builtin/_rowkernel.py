@@ -24,9 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import PW, REDUCE, SMS, Lead, Node, NotGeneric, contiguous_strides, numel
-from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, next_pow2, row_index_lines
-from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan, layout
+from tritonsmith.agents.builtin._exprs import Digits
+from tritonsmith.agents.builtin._ir import (PW, REDUCE, SMS, Lead, Node, NotGeneric, contiguous_strides, is_fill,
+                                           numel)
+from tritonsmith.agents.builtin._kernelbase import IDX64_AT, KernelSource, KernelWriter, next_pow2, row_index_lines
+from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan, layout, resolve_base
 
 __all__ = ["Pair", "find_pairs", "row_kernel", "split_plan"]
 
@@ -188,7 +190,9 @@ def _accumulate_pair(p: Pair, x: str, lines: list[str], init: list[str]) -> None
                  f"{a}_q = tl.zeros([BLOCK_K, BLOCK_R], tl.float32)"]
         lines += [f"{a}_n += tl.where(mask, 1.0, 0.0)  # Welford per lane: count, mean, M2",
                   f"{a}_d = tl.where(mask, {x} - {a}_m, 0.0)",
-                  f"{a}_m += {a}_d / tl.maximum({a}_n, 1.0)",
+                  # a lane is masked from some iteration on (r only grows), so each active lane has seen
+                  # r0 // BLOCK_R + 1 elements: one reciprocal per iteration instead of a division per element
+                  f"{a}_m += {a}_d * (1.0 / (r0 // BLOCK_R + 1))",
                   f"{a}_q += {a}_d * tl.where(mask, {x} - {a}_m, 0.0)"]
         return
     init += [f"{a}_m = tl.full([BLOCK_K, BLOCK_R], -float('inf'), tl.float32)",
@@ -232,6 +236,7 @@ class _RowWriter:
         self.long_rows = lead and self.axis in self.dom.dims
         self.rows = self.w.size(self.dom.k, lead and not self.long_rows)
         self.length = self.w.size(self.dom.r, self.long_rows)
+        self.w.digits = _digits(plan, g, self.w.lead is None) if self.axis == 0 else None
 
     def reset(self) -> None:
         """A new kernel: kept values must be computed again."""
@@ -286,6 +291,26 @@ class _RowWriter:
         body = idx_lines + [line.replace("RPART", rpart) for line in body]
         return "\n".join([f"@triton.jit\ndef {kname}({self.w.signature(constexprs, extra, values)}):",
                           self.w.docstring(title)] + [f"    {line}" for line in body]) + "\n"
+
+
+def _digits(plan: Plan, g: Group, top_fixed: bool) -> Digits | None:
+    """``lin``'s coordinates for the kernel writer: ``k`` and ``r`` (or their quotient and remainder) by run,
+    as ``row_index_lines`` builds ``lin`` from them. None where an offset could pass 32 bits (``k`` is 64-bit
+    there but ``r`` is not)."""
+    dom = g.domain
+    assert dom is not None
+    bases = [resolve_base(a, plan.owner) for n in g.nodes for a in n.node_args() if not g.has(a)]
+    sizes = [dom.numel] + [b.numel for b in bases if not is_fill(b)]
+    if max(sizes) >= IDX64_AT:
+        return None
+    runs: list[tuple[int, int, str, bool]] = []
+    for var, kept, part in (("k", True, dom.kept_runs), ("r", False, dom.red_runs)):
+        if len(part) == 1:
+            runs.append((part[0][0], part[0][1], var, kept))
+        elif part:
+            (n0, s0), (n1, s1) = part
+            runs += [(n0, s0, f"({var} // {n1})", kept), (n1, s1, f"({var} % {n1})", kept)]
+    return Digits(tuple(sorted(runs, key=lambda t: t[1])), top_fixed)
 
 
 def _lead_axis(plan: Plan, g: Group) -> int:
