@@ -5,28 +5,57 @@
 A speedup is the torch.compile median over the candidate median of a ``status == correct`` row; the geomeans
 are over the problems verified in both runs.
 """
-import json, math, sys
-def load(p):
-    out={}
-    for line in open(p):
-        r=json.loads(line); b=(r.get('result') or {}).get('benchmark') or {}
-        c=b.get('candidate',{}).get('median_ms'); k=b.get('compiled',{}).get('median_ms')
-        out[r['key']]=(r['status'], k/c if (r['status']=='correct' and c and k) else None, c, k)
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+Row = tuple[str, float | None, float | None, float | None]  # status, speedup, candidate ms, compiled ms
+
+
+def load(path: str) -> dict[str, Row]:
+    out: dict[str, Row] = {}
+    for line in open(path):
+        r: dict[str, Any] = json.loads(line)
+        bench = (r.get("result") or {}).get("benchmark") or {}
+        cand, comp = bench.get("candidate", {}).get("median_ms"), bench.get("compiled", {}).get("median_ms")
+        ok = r["status"] == "correct" and cand and comp
+        out[r["key"]] = (r["status"], comp / cand if ok else None, cand, comp)
     return out
-new={}
-for p in sys.argv[1].split(','): new.update(load(p))
-olds=[(name,load(p)) for name,p in (a.split('=') for a in sys.argv[2:])]
-print("| problem | status | vs compile (ms ours / compile) |"+"".join(f" {n} |" for n,_ in olds))
-print("|---|---|---|"+"---|"*len(olds))
-logs={n:[] for n,_ in olds}; lognew={n:[] for n,_ in olds}
-for key in sorted(new, key=lambda k:(k.split('/')[0], int(k.split('/')[1].split('_')[0]))):
-    s,sp,c,k=new[key]
-    row=f"| {key} | {s} | "+(f"{sp:.2f}x ({c:.3f} / {k:.3f})" if sp else "-")+" |"
-    for n,o in olds:
-        os_=o.get(key); row+=f" {os_[1]:.2f}x |" if os_ and os_[1] else (f" {os_[0]} |" if os_ else " - |")
-        if os_ and os_[1] and sp: logs[n].append(math.log(os_[1])); lognew[n].append(math.log(sp))
-    print(row)
-for n,_ in olds:
-    if logs[n]: print(f"\nin common with {n} (both verified): {len(logs[n])}: now {math.exp(sum(lognew[n])/len(lognew[n])):.3f}x, then {math.exp(sum(logs[n])/len(logs[n])):.3f}x")
-v=[sp for s,sp,_,_ in new.values() if sp]
-print(f"\nverified {len(v)} of {len(new)}; geomean vs compile over verified {math.exp(sum(map(math.log,v))/len(v)):.3f}x")
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
+def main(argv: list[str]) -> int:
+    new: dict[str, Row] = {}
+    for path in argv[0].split(","):
+        new.update(load(path))
+    olds = [(label, load(path)) for label, path in (a.split("=", 1) for a in argv[1:])]
+    print("| problem | status | vs compile (ms ours / compile) |" + "".join(f" {n} |" for n, _ in olds))
+    print("|---|---|---|" + "---|" * len(olds))
+    pairs: dict[str, list[tuple[float, float]]] = {n: [] for n, _ in olds}
+    for key in sorted(new, key=lambda k: (k.split("/")[0], int(k.split("/")[1].split("_")[0]))):
+        status, sp, cand, comp = new[key]
+        row = f"| {key} | {status} | " + (f"{sp:.2f}x ({cand:.3f} / {comp:.3f})" if sp else "-") + " |"
+        for label, old in olds:
+            o = old.get(key)
+            row += f" {o[1]:.2f}x |" if o and o[1] else (f" {o[0]} |" if o else " - |")
+            if o and o[1] and sp:
+                pairs[label].append((sp, o[1]))
+        print(row)
+    for label, both in pairs.items():
+        if both:
+            print(f"\nin common with {label} (both verified): {len(both)}: now {geomean([a for a, _ in both]):.3f}x, "
+                  f"then {geomean([b for _, b in both]):.3f}x")
+    verified = [sp for _, sp, _, _ in new.values() if sp]
+    print(f"\nverified {len(verified)} of {len(new)}; geomean vs compile over verified {geomean(verified):.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

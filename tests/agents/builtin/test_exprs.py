@@ -8,6 +8,7 @@ import re
 import torch
 
 from tritonsmith.agents.builtin._exprs import Digits, offset_expr, offset_text
+from tritonsmith.agents.builtin._kernelbase import row_digits
 from tritonsmith.agents.builtin._partition import row_domain
 
 
@@ -43,15 +44,9 @@ def test_offset_text_with_literal_sizes_agrees_with_offset_expr() -> None:
 
 
 def _digits_of(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[Digits, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The ``Digits`` a row kernel over ``shape`` reduced along ``dims`` has, and every element's ``k``, ``r``
-    and row-major index ``lin`` (``row_index_lines``' arithmetic, on tensors)."""
+    """The ``Digits`` a row kernel over ``shape`` reduced along ``dims`` has (``row_digits``), and every element's
+    ``k``, ``r`` and row-major index ``lin`` (its runs' place values, computed here on tensors)."""
     dom = row_domain(shape, dims)
-
-    def coords(runs: tuple[tuple[int, int], ...], var: str, kept: bool) -> list[tuple[int, int, str, bool]]:
-        if len(runs) == 1:
-            return [(runs[0][0], runs[0][1], var, kept)]
-        (n0, s0), (n1, s1) = runs
-        return [(n0, s0, f"({var} // {n1})", kept), (n1, s1, f"({var} % {n1})", kept)]
 
     def part(v: torch.Tensor, runs: tuple[tuple[int, int], ...]) -> torch.Tensor:
         if not runs:
@@ -61,10 +56,8 @@ def _digits_of(shape: tuple[int, ...], dims: tuple[int, ...]) -> tuple[Digits, t
         (_, s0), (n1, s1) = runs
         return (v // n1) * s0 + (v % n1) * s1
 
-    runs = coords(dom.kept_runs, "k", True) if dom.kept_runs else []
-    runs += coords(dom.red_runs, "r", False)
     k, r = torch.meshgrid(torch.arange(dom.k), torch.arange(dom.r), indexing="ij")
-    return Digits(tuple(sorted(runs, key=lambda t: t[1]))), k, r, part(k, dom.kept_runs) + part(r, dom.red_runs)
+    return row_digits(dom, True), k, r, part(k, dom.kept_runs) + part(r, dom.red_runs)
 
 
 def test_digits_of_a_row_index_match_dividing_it_for_every_element() -> None:

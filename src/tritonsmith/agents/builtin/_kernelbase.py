@@ -9,7 +9,7 @@ import this module and never each other; ``_kernels.kernel_for`` picks the famil
 from __future__ import annotations
 
 __all__ = ["IDX64_AT", "KernelSource", "KernelWriter", "WindowDim", "channel_fastest_lines", "describe", "describe_external",
-           "fill_expr", "next_pow2", "row_index_lines", "tuple_text"]
+           "fill_expr", "next_pow2", "row_digits", "row_index_lines", "tuple_text"]
 
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -20,7 +20,8 @@ from tritonsmith.agents.builtin._exprs import (TL_DTYPE, Digits, broadcast_strid
                                               pw_expr)
 from tritonsmith.agents.builtin._ir import (REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, contiguous_strides,
                                            is_fill, numel)
-from tritonsmith.agents.builtin._partition import FULL, KEPT, ROW, Group, Plan, layout, layout_at, resolve_base
+from tritonsmith.agents.builtin._partition import (FULL, KEPT, ROW, Group, Plan, RowDomain, layout, layout_at,
+                                                  resolve_base)
 
 IDX64_AT = (1 << 31) - (1 << 24)
 
@@ -471,6 +472,23 @@ def describe_external(a: Node) -> str:
 
 
 # -- shared by row and scan kernels ------------------------------------------------------------
+def run_coords(var: str, runs: tuple[tuple[int, int], ...]) -> list[tuple[int, int, str]]:
+    """(size, stride, coordinate text) of each run of a row domain, outer first: ``var`` itself for one run,
+    its quotient and remainder for two (the row index ``k`` or the reduced index ``r``)."""
+    if len(runs) != 2:
+        return [(n, st, var) for n, st in runs]
+    (n0, s0), (n1, s1) = runs
+    return [(n0, s0, f"({var} // {n1})"), (n1, s1, f"({var} % {n1})")]
+
+
+def row_digits(dom: RowDomain, top_fixed: bool) -> Digits:
+    """The digits of a row kernel's ``lin`` (``_exprs.Digits``), from the coordinates ``row_index_lines``
+    builds it of; ``top_fixed``: False where the outermost run's size follows the leading size."""
+    runs = [(n, st, t, True) for n, st, t in run_coords("k", dom.kept_runs)]
+    runs += [(n, st, t, False) for n, st, t in run_coords("r", dom.red_runs)]
+    return Digits(tuple(sorted(runs, key=lambda run: run[1])), top_fixed)
+
+
 def row_index_lines(g: Group, i64: bool, rows: str | None = None,
                     stride: Callable[[int], str] = str) -> tuple[list[str], str]:
     """Lines computing the kept part of the row-major index, and the expression of the reduced part;
@@ -479,13 +497,8 @@ def row_index_lines(g: Group, i64: bool, rows: str | None = None,
     assert dom is not None
 
     def part(var: str, runs: tuple[tuple[int, int], ...]) -> str:
-        if not runs:
-            return "0"
-        if len(runs) == 1:
-            return var if runs[0][1] == 1 else f"{var} * {stride(runs[0][1])}"
-        (_, s0), (n1, s1) = runs
-        inner = f"({var} % {n1})" + ("" if s1 == 1 else f" * {stride(s1)}")
-        return f"({var} // {n1}) * {stride(s0)} + {inner}"
+        terms = [t if st == 1 else f"{t} * {stride(st)}" for _, st, t in run_coords(var, runs)]
+        return " + ".join(terms) or "0"
 
     pid = "tl.program_id(0).to(tl.int64)" if i64 else "tl.program_id(0)"
     lines = [f"k = {pid} * BLOCK_K + tl.arange(0, BLOCK_K)[:, None]",

@@ -27,7 +27,8 @@ from typing import Any
 from tritonsmith.agents.builtin._exprs import Digits
 from tritonsmith.agents.builtin._ir import (PW, REDUCE, SMS, Lead, Node, NotGeneric, contiguous_strides, is_fill,
                                            numel)
-from tritonsmith.agents.builtin._kernelbase import IDX64_AT, KernelSource, KernelWriter, next_pow2, row_index_lines
+from tritonsmith.agents.builtin._kernelbase import (IDX64_AT, KernelSource, KernelWriter, next_pow2, row_digits,
+                                                   row_index_lines)
 from tritonsmith.agents.builtin._partition import FULL, KEPT, Group, Plan, layout, resolve_base
 
 __all__ = ["Pair", "find_pairs", "row_kernel", "split_plan"]
@@ -294,23 +295,13 @@ class _RowWriter:
 
 
 def _digits(plan: Plan, g: Group, top_fixed: bool) -> Digits | None:
-    """``lin``'s coordinates for the kernel writer: ``k`` and ``r`` (or their quotient and remainder) by run,
-    as ``row_index_lines`` builds ``lin`` from them. None where an offset could pass 32 bits (``k`` is 64-bit
-    there but ``r`` is not)."""
+    """``lin``'s digits for the kernel writer (``row_digits``); None where an offset could pass 32 bits (``k`` is
+    64-bit there but ``r`` is not)."""
     dom = g.domain
     assert dom is not None
     bases = [resolve_base(a, plan.owner) for n in g.nodes for a in n.node_args() if not g.has(a)]
     sizes = [dom.numel] + [b.numel for b in bases if not is_fill(b)]
-    if max(sizes) >= IDX64_AT:
-        return None
-    runs: list[tuple[int, int, str, bool]] = []
-    for var, kept, part in (("k", True, dom.kept_runs), ("r", False, dom.red_runs)):
-        if len(part) == 1:
-            runs.append((part[0][0], part[0][1], var, kept))
-        elif part:
-            (n0, s0), (n1, s1) = part
-            runs += [(n0, s0, f"({var} // {n1})", kept), (n1, s1, f"({var} % {n1})", kept)]
-    return Digits(tuple(sorted(runs, key=lambda t: t[1])), top_fixed)
+    return None if max(sizes) >= IDX64_AT else row_digits(dom, top_fixed)
 
 
 def _lead_axis(plan: Plan, g: Group) -> int:
