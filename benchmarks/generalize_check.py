@@ -1,7 +1,7 @@
 """Do the verified kernels of a suite run survive new shapes? The evaluator's ``generalize`` check over a run.
 
-    python benchmarks/generalize_check.py RUN_DIR KERNELBENCH_DIR [--device cuda] [--scale] [--timeout 300]
-        [--out DIR [--resume]]
+    python benchmarks/generalize_check.py RUN_DIR [RUN_DIR ...] KERNELBENCH_DIR [--device cuda] [--scale]
+        [--timeout 300] [--out DIR [--resume]] [--jobs N]
 
 For every ``correct`` record of RUN_DIR/results.jsonl, its kernel (RUN_DIR/kernels/KEY.py) is evaluated again
 against KERNELBENCH_DIR/level{L}/{problem}.py with ``generalize=True`` (correctness only, no timing): the
@@ -10,7 +10,9 @@ and the share that generalises among the kernels whose reference accepts other l
 generalize.json and generalize.md into --out when given. ``--scale`` must match the run (a CPU run with
 --scale wrote kernels for the scaled problems). RUN_DIR may also be a recorded results folder
 (``benchmarks/results/...``: results.jsonl and kernels_and_logs.tar.gz): its kernels are unpacked to a
-temporary run folder first.
+temporary run folder first. Several RUN_DIRs are checked one after the other; a problem verified in more than
+one is checked once, from the first run that has it. ``--jobs N`` checks N kernels at a time, each shard in its
+own process (its rows in --out/shardK/, merged into --out when all finish): compiling dominates, not the GPU.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import json
 import os
 import platform
 import shutil
+import signal
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -30,21 +34,22 @@ from typing import Any
 
 
 def check_run(run_dir: Path, kb: Path, device: str, scale: bool, timeout: float, *,
-              rows: list[dict[str, Any]] | None = None,
+              rows: list[dict[str, Any]] | None = None, shard: tuple[int, int] = (0, 1), skip: set[str] = frozenset(),
+              label: str = "",
               on_row: Callable[[list[dict[str, Any]]], None] = lambda rows: None) -> list[dict[str, Any]]:
-    """Check every verified kernel of the run not already in ``rows`` (a resumed check); ``on_row`` sees the
+    """Check every verified kernel of the run not already in ``rows`` (a resumed check) nor in ``skip``, and
+    whose position among the run's verified kernels is ``shard[0]`` modulo ``shard[1]``; ``on_row`` sees the
     rows after each one (a check cut by a time limit keeps what it finished)."""
     from tritonsmith.core.problem import ProblemError
-    from tritonsmith.suite.results import RunStore
     from tritonsmith.evaluator._evaluate import evaluate
 
     rows = list(rows or [])
-    done = {r["problem"] for r in rows}
-    for rec in RunStore(run_dir).records():
-        if not rec.ok or not rec.candidate_file or f"level{rec.level}/{rec.problem}" in done:
+    done = {r["problem"] for r in rows} | set(skip)
+    for rec in _verified(run_dir)[shard[0]::shard[1]]:
+        if f"level{rec.level}/{rec.problem}" in done:
             continue
         ref = kb / f"level{rec.level}" / f"{rec.problem}.py"
-        row: dict[str, Any] = {"problem": f"level{rec.level}/{rec.problem}"}
+        row: dict[str, Any] = {"problem": f"level{rec.level}/{rec.problem}", "run": label or run_dir.name}
         try:
             result = evaluate(ref, run_dir / rec.candidate_file, device=device, trials=2, benchmark=False,
                               scale=scale, timeout_s=timeout, generalize=True)
@@ -66,37 +71,102 @@ def markdown(rows: list[dict[str, Any]], command: str) -> str:
              f"- date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
              f"- machine: {platform.node()} ({os.cpu_count()} cores)", f"- command: `{command}`",
              f"- verified kernels checked: {len(rows)}; reference accepts other leading sizes: {len(applicable)}; "
-             f"generalize: {yes} of {len(applicable)}", "", "| problem | generalizes | note |", "|---|---|---|"]
-    lines += [f"| {r['problem']} | {r['generalizes']} | {r['note'].replace('|', '/')} |" for r in rows]
+             f"generalize: {yes} of {len(applicable)}", "", "| problem | generalizes | kernel from | note |", "|---|---|---|---|"]
+    lines += [f"| {r['problem']} | {r['generalizes']} | {r.get('run', '')} | {r['note'].replace('|', '/')} |"
+              for r in rows]
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("run_dir", type=Path)
-    ap.add_argument("kernelbench", type=Path)
+    ap.add_argument("paths", type=Path, nargs="+", help="RUN_DIR [RUN_DIR ...] KERNELBENCH_DIR")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--scale", action="store_true")
     ap.add_argument("--timeout", type=float, default=300.0)
     ap.add_argument("--out", type=Path, help="write generalize.json and generalize.md here, after every kernel")
     ap.add_argument("--resume", action="store_true", help="keep the rows of --out/generalize.json, check the rest")
+    ap.add_argument("--jobs", type=int, default=1, help="shards checked at once, each in its own process")
+    ap.add_argument("--shard", default="0/1", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if len(args.paths) < 2:
+        ap.error("give at least one RUN_DIR and the KernelBench folder")
+    if args.jobs > 1 and not args.out:
+        ap.error("--jobs needs --out (each shard writes its rows there)")
     command = "python benchmarks/generalize_check.py " + " ".join(sys.argv[1:])
-    previous = json.loads((args.out / "generalize.json").read_text()) \
-        if args.resume and args.out and (args.out / "generalize.json").exists() else []
-
-    def save(rows: list[dict[str, Any]]) -> None:
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "generalize.json").write_text(json.dumps(rows, indent=1))
-            (args.out / "generalize.md").write_text(markdown(rows, command))
-
-    with tempfile.TemporaryDirectory() as tmp:
-        run_dir = as_run_dir(args.run_dir, Path(tmp))
-        rows = check_run(run_dir, args.kernelbench, args.device, args.scale, args.timeout, rows=previous,
-                         on_row=save)
-    save(rows)
+    if args.jobs > 1:
+        rows = run_shards(args.jobs, args.out)
+    else:
+        rows = check_runs(args.paths[:-1], args.paths[-1], args, tuple(map(int, args.shard.split("/"))))
+    if args.out and args.shard == "0/1":
+        write(args.out, rows, command)
     print(markdown(rows, command))
+
+
+def write(out: Path, rows: list[dict[str, Any]], command: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "generalize.json").write_text(json.dumps(rows, indent=1))
+    (out / "generalize.md").write_text(markdown(rows, command))
+
+
+def check_runs(runs: list[Path], kb: Path, args: argparse.Namespace, shard: tuple[int, int]) -> list[dict[str, Any]]:
+    """Every run's verified kernels in turn, a problem once (from the first run that verified it)."""
+    out = args.out / f"shard{shard[0]}" if args.out and shard[1] > 1 else args.out
+    rows: list[dict[str, Any]] = json.loads((out / "generalize.json").read_text()) \
+        if args.resume and out and (out / "generalize.json").exists() else []
+    command = "python benchmarks/generalize_check.py " + " ".join(sys.argv[1:])
+    seen: set[str] = set()
+    for run in runs:
+        with tempfile.TemporaryDirectory() as tmp:
+            run_dir = as_run_dir(run, Path(tmp))
+            rows = check_run(run_dir, kb, args.device, args.scale, args.timeout, rows=rows, shard=shard,
+                             skip=seen, label=run.name,
+                             on_row=lambda r: out is not None and write(out, r, command))
+            seen |= {f"level{rec.level}/{rec.problem}" for rec in _verified(run_dir)}
+    return rows
+
+
+def _verified(run_dir: Path) -> list[Any]:
+    from tritonsmith.suite.results import RunStore
+    return [rec for rec in RunStore(run_dir).records() if rec.ok and rec.candidate_file]
+
+
+def run_shards(jobs: int, out: Path) -> list[dict[str, Any]]:
+    """Run this script ``jobs`` times at once, shard k of jobs each; a shard stopped early keeps its rows."""
+    argv = _without_option(sys.argv[1:], "--jobs")
+    procs = [subprocess.Popen([sys.executable, __file__, *argv, "--shard", f"{k}/{jobs}"]) for k in range(jobs)]
+    signal.signal(signal.SIGTERM, _interrupt)  # a time limit's SIGTERM still merges what the shards finished
+    try:
+        for proc in procs:
+            proc.wait()
+    except KeyboardInterrupt:
+        print("stopped: merging the rows the shards finished", flush=True)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+    rows: list[dict[str, Any]] = []
+    for k in range(jobs):
+        part = out / f"shard{k}" / "generalize.json"
+        rows += json.loads(part.read_text()) if part.exists() else []
+    return sorted(rows, key=lambda r: r["problem"])
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _without_option(argv: list[str], name: str) -> list[str]:
+    """``argv`` less ``name VALUE`` and ``name=VALUE``."""
+    kept: list[str] = []
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == name:
+            skip = True
+        elif not a.startswith(name + "="):
+            kept.append(a)
+    return kept
 
 
 def as_run_dir(path: Path, tmp: Path) -> Path:

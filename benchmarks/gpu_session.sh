@@ -16,8 +16,9 @@
 #   mainjob    the README's main command on the GPU, then one cold `tritonsmith profile` -> mainjob/, mainjob.log
 #   honest     every honest kernel we have through the evaluator (issue 17) -> evaluator_honest.{json,md}
 #   shortk     speedup spread of short kernels over 3 evaluations (issue 17) -> short_kernels.{json,md}
-#   generalize the unseen-shape check of a run's verified kernels ($GEN_RUN, default .runs/suite; GEN_ARGS=--resume
-#              goes on from what an earlier call on the same machine finished) -> generalize/
+#   generalize the unseen-shape check of runs' verified kernels ($GEN_RUN: run or results folders, space-separated,
+#              default .runs/suite; GEN_JOBS kernels at once; GEN_ARGS=--resume goes on from what an earlier call
+#              on the same machine finished) -> generalize/
 #   convtriton the Triton convolutions vs cuDNN and torch.compile, dev level 1 (issue 19) -> conv_triton.{json,log}
 #   rowk       row-reduction kernels of chosen launchers timed alone, with source variants ($ROWK) -> row_kernels.md
 #   wtg        where the device time goes, eager vs torch.compile vs candidates, kernel by kind ($WTG: pairs
@@ -128,8 +129,9 @@ for phase in "$@"; do
       tmo "${SHORTK_S:-300}" python3 benchmarks/short_kernels_gpu.py .kb --repeats 3 --divide "${SHORTK_DIVIDE:-64}" \
         2>&1 | grep -v Warning | tail -16 ;;
     generalize)
-      tmo "${GEN_S:-500}" python3 benchmarks/generalize_check.py "${GEN_RUN:-$PWD/.runs/suite}" .kb --device cuda \
-        --out "$OUT/generalize" ${GEN_ARGS:-} 2>&1 | tail -40 ;;
+      # shellcheck disable=SC2086
+      tmo "${GEN_S:-500}" python3 benchmarks/generalize_check.py ${GEN_RUN:-$PWD/.runs/suite} .kb --device cuda \
+        --out "$OUT/generalize" --jobs "${GEN_JOBS:-1}" ${GEN_ARGS:-} 2>&1 | tail -40 ;;
     convtriton)
       # shellcheck disable=SC2086
       tmo "${CONVT_S:-290}" python3 benchmarks/conv_triton_gpu.py .kb --json "$OUT/conv_triton.json" ${CONVT_ARGS:-} \
