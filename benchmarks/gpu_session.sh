@@ -142,10 +142,11 @@ for phase in "$@"; do
         | grep -v -e Warning -e USDT | tee "$OUT/where_time_goes.md" | grep -E "^## |^\| " ;;
     rowk)
       # the row-reduction kernels of chosen launchers timed alone, under source variants ($ROWK: specs, see
+      # benchmarks/row_kernels_gpu.py; $ROWK_VARIANTS: its variant names, default as-is;
       # benchmarks/row_kernels_gpu.py; $ROWK_SPLIT: specs also run with the split-only variants); then ncu on
       # one launch of $ROWK_NCU (a kernel name) when ncu is there
       # shellcheck disable=SC2086
-      { tmo 150 python3 benchmarks/row_kernels_gpu.py ${ROWK:-} --variants as-is
+      { tmo 150 python3 benchmarks/row_kernels_gpu.py ${ROWK:-} --variants "${ROWK_VARIANTS:-as-is}"
         [ -n "${ROWK_SPLIT:-}" ] && tmo 150 python3 benchmarks/row_kernels_gpu.py $ROWK_SPLIT --variants warps4,block1024,swapgrid
       } 2>&1 | grep -v Warning | tee "$OUT/row_kernels.md" | grep -E "^\||device"
       ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/ncu 2>/dev/null | head -1)
