@@ -142,8 +142,8 @@ for phase in "$@"; do
         | grep -v -e Warning -e USDT | tee "$OUT/where_time_goes.md" | grep -E "^## |^\| " ;;
     rowk)
       # the row-reduction kernels of chosen launchers timed alone, under source variants ($ROWK: specs, see
-      # benchmarks/row_kernels_gpu.py; $ROWK_VARIANTS: its variant names, default as-is;
-      # benchmarks/row_kernels_gpu.py; $ROWK_SPLIT: specs also run with the split-only variants); then ncu on
+      # benchmarks/row_kernels_gpu.py; $ROWK_VARIANTS: its variant names, default as-is; $ROWK_SPLIT: specs also
+      # run with the split-only variants); then ncu on
       # one launch of $ROWK_NCU (a kernel name) when ncu is there
       # shellcheck disable=SC2086
       { tmo 150 python3 benchmarks/row_kernels_gpu.py ${ROWK:-} --variants "${ROWK_VARIANTS:-as-is}"
