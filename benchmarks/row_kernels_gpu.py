@@ -11,6 +11,7 @@ warm-up) and the same launcher under source variants, to find what costs the tim
 from __future__ import annotations
 
 import argparse
+import inspect
 import re
 import sys
 import tempfile
@@ -108,9 +109,10 @@ def one(spec: str, variant: str, first: dict[str, torch.Tensor]) -> list[str]:
     mod = load(path, variant)
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(*dims, device="cuda", generator=gen)
-    w = torch.randn(dims[1], device="cuda", generator=gen)
-    b = torch.randn(dims[1], device="cuda", generator=gen)
-    call = lambda: getattr(mod, launcher)(x, w, b)  # noqa: E731
+    fn = getattr(mod, launcher)
+    # the launcher's other parameters are per-channel vectors (weights, biases) in the candidates timed here
+    vectors = [torch.randn(dims[1], device="cuda", generator=gen) for _ in range(len(inspect.signature(fn).parameters) - 1)]
+    call = lambda: fn(x, *vectors)  # noqa: E731
     out = call()
     torch.cuda.synchronize()
     diff = f"{(out - first[spec]).abs().max().item():.1e}" if spec in first else "(first)"
@@ -127,7 +129,7 @@ def one(spec: str, variant: str, first: dict[str, torch.Tensor]) -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("specs", nargs="+", help="CANDIDATE.py:LAUNCHER:NxCxHxW (the launcher takes x, weight, bias)")
+    ap.add_argument("specs", nargs="+", help="CANDIDATE.py:LAUNCHER:NxCxHxW (the launcher takes x, then per-channel vectors)")
     ap.add_argument("--variants", default="as-is,warps4,block1024,swapgrid")
     args = ap.parse_args()
     if not torch.cuda.is_available():
