@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tritonsmith.evaluator._trials import _reproduces
@@ -239,3 +240,75 @@ def test_the_evaluators_own_out_of_memory_is_reported_not_a_dead_worker():
     assert "evaluator's own checks during trial 2/5" in result["message"] and "--scale" in result["message"]
     assert "Tried to allocate 8.00 GiB" in result["error"]
     assert not _worker._out_of_memory(ValueError("not memory"))
+
+
+class _AlwaysRounded(_LibraryChain):
+    """A Triton-like kernel in lower precision: its operands rounded whatever the TF32 flags say."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        saved = torch.backends.cudnn.allow_tf32
+        torch.backends.cudnn.allow_tf32 = True
+        try:
+            return super().forward(x)
+        finally:
+            torch.backends.cudnn.allow_tf32 = saved
+
+
+class _FirstTrialJob(_Job):
+    def __init__(self, ops: list[str]) -> None:
+        from collections import Counter
+
+        super().__init__(ops)
+        self.stage_name = "trial 1/5"
+        self.guards.policy, self.guards.ref_ops = "hybrid", Counter(ops)
+
+
+def _first_trial(cand_model: torch.nn.Module, ops: list[str], monkeypatch) -> list[str]:
+    """The first trial's float64 precision check where the reference's library calls ran in full float32 (as
+    cuDNN's algorithm choice does at some shapes) and PyTorch allows TF32: the notes it left, or raises."""
+    from tritonsmith.core.problem_meta import flatten_outputs
+    from tritonsmith.evaluator import _trials
+
+    monkeypatch.setattr(_trials, "tf32_allowed", lambda device: True)
+    monkeypatch.setattr(_trials.guards, "policy_findings", lambda *a: None)  # the torch policy is not tested here
+    g = torch.Generator().manual_seed(5)
+    w = torch.randn(97, 97, generator=g) / 97 ** 0.5
+    x = torch.randn(33, 97, generator=g)
+    ref_model = _LibraryChain(torch.empty(0), wobble=False, exact=True)
+    del ref_model.w
+    ref_model.register_buffer("w", w)  # the float64 copy (``.double()``) converts buffers
+    cand_model.w = w
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        job = _FirstTrialJob(ops)
+        ref_out, cand_out = flatten_outputs(ref_model(x.clone())), flatten_outputs(cand_model(x.clone()))
+        _trials._check_first_trial(job, (ref_model, cand_model), lambda: [x.clone()], ref_out, cand_out)
+        assert torch.backends.cudnn.allow_tf32  # restored
+        assert not any("skipped" in n for n in job.guards.notes)
+        return job.guards.notes
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+
+
+def test_the_precision_check_does_not_blame_a_candidate_for_its_torch_calls_running_in_tf32(monkeypatch):
+    """H100 2026-12-07, level 2's 90 at batch 64: cuDNN ran the reference's conv3d in full float32 and the
+    candidate's (no bias) in TF32: 5.7e-5 from float64 against the reference's 6.6e-8, so precision_lowered."""
+    notes = _first_trial(_LibraryChain(torch.empty(0), wobble=False), ["matmul", "tanh"], monkeypatch)
+    assert any("ran in TF32" in n and "keep float32 accuracy" in n for n in notes)
+
+
+def test_the_precision_check_still_rejects_lower_precision_kernels_beside_torch_calls(monkeypatch):
+    from tritonsmith.evaluator._errors import CandidateFailure
+
+    with pytest.raises(CandidateFailure) as failure:
+        _first_trial(_AlwaysRounded(torch.empty(0), wobble=False), ["matmul", "tanh"], monkeypatch)
+    assert failure.value.rule == "precision_lowered"
+
+
+def test_the_precision_check_does_not_rerun_a_candidate_without_torch_calls(monkeypatch):
+    from tritonsmith.evaluator._errors import CandidateFailure
+
+    with pytest.raises(CandidateFailure) as failure:  # its error is its kernels' own: TF32 flags do not change it
+        _first_trial(_LibraryChain(torch.empty(0), wobble=False), ["tanh"], monkeypatch)
+    assert failure.value.rule == "precision_lowered" and "above what float32 explains" in str(failure.value)

@@ -71,6 +71,34 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
                                      "return torch.tril((2.0 * a) @ b), self.linear(x).sum(1)",
                                      "[torch.randn(70, 19), torch.randn(19, 67), torch.randn(11, 37)]"),
                             ["gemv-of-reduced-weights", "triangular-matmul", "scalar-after-matmul"]),
+    # odd sizes, strides, paddings, dilations and cropping: every tap has its own border of unreached inputs
+    "mean_after_conv_transpose": (_problem("mean_after_conv_transpose",
+                                           "self.conv = nn.ConvTranspose2d(5, 7, 3, stride=2, padding=1, "
+                                           "output_padding=1)", "x",
+                                           "y = self.conv(x) * 0.5\n        y = torch.mean(y, dim=[2, 3], keepdim=True)"
+                                           "\n        return torch.mean(y, dim=[2, 3], keepdim=True)",
+                                           "[torch.randn(3, 5, 9, 11)]"), ["sum-before-convolution"]),
+    "mean_after_strided_dilated_conv": (_problem("mean_after_strided_dilated_conv",
+                                                 "self.conv = nn.Conv2d(4, 6, (3, 2), stride=(2, 3), padding=(1, 2), "
+                                                 "dilation=(2, 1))", "x",
+                                                 "return torch.sigmoid((self.conv(x) - 0.25).mean(dim=(2, 3)))",
+                                                 "[torch.randn(2, 4, 13, 10)]"), ["sum-before-convolution"]),
+    "sum_after_conv1d": (_problem("sum_after_conv1d", "self.conv = nn.Conv1d(3, 5, 4, stride=3, padding=2)", "x",
+                                  "return self.conv(x).sum(-1) / 7.0", "[torch.randn(4, 3, 17)]"),
+                         ["sum-before-convolution"]),
+    "mean_after_conv_transpose3d": (_problem("mean_after_conv_transpose3d",
+                                             "self.conv = nn.ConvTranspose3d(3, 4, (2, 3, 2), stride=(1, 2, 2), "
+                                             "padding=(0, 1, 1), dilation=(1, 1, 2), bias=False)", "x",
+                                             "return (2.0 * self.conv(x) + 1.0).mean(dim=[2, 3, 4], keepdim=True)",
+                                             "[torch.randn(2, 3, 3, 5, 4)]"), ["sum-before-convolution"]),
+    "adaptive_avgpool_after_conv": (_problem("adaptive_avgpool_after_conv", "self.conv = nn.Conv2d(3, 8, 3)", "x",
+                                             "return torch.flatten(F.adaptive_avg_pool2d(self.conv(x), 1), 1)",
+                                             "[torch.randn(3, 3, 11, 9)]"), ["sum-before-convolution"]),
+    "mean_after_conv_channel_scale": (_problem("mean_after_conv_channel_scale",
+                                               "self.conv = nn.Conv2d(3, 5, 3, padding=1)\n"
+                                               "        self.scale = nn.Parameter(torch.randn(5, 1, 1))", "x",
+                                               "return (self.conv(x) * self.scale / 3.0).mean(dim=[2, 3])",
+                                               "[torch.randn(2, 3, 9, 8)]"), ["sum-before-convolution"]),
 }
 
 # name -> problem where a rewrite almost applies but must not
@@ -105,6 +133,18 @@ NEAR_MISSES: dict[str, Problem] = {
                                      "[torch.randn(23, 19), torch.randn(19, 29), torch.randn(1, 19)]"),
     "operand_broadcast_scalar_add": _problem("operand_broadcast_scalar_add", "pass", "a, b", "return (a + 2.0) @ b",
                                              "[torch.randn(23, 19), torch.randn(19, 29)]"),
+    "mean_after_conv_relu": _problem("mean_after_conv_relu", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                     "return torch.relu(self.conv(x)).mean(dim=[2, 3])", "[torch.randn(2, 3, 9, 8)]"),
+    "mean_after_grouped_conv": _problem("mean_after_grouped_conv", "self.conv = nn.Conv2d(4, 6, 3, groups=2)", "x",
+                                        "return self.conv(x).mean(dim=[2, 3])", "[torch.randn(2, 4, 9, 8)]"),
+    "mean_over_height_only": _problem("mean_over_height_only", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                      "return self.conv(x).mean(dim=2)", "[torch.randn(2, 3, 9, 8)]"),
+    "conv_read_twice": _problem("conv_read_twice", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                "y = self.conv(x)\n        return y.mean(dim=[2, 3], keepdim=True) + y",
+                                "[torch.randn(2, 3, 9, 8)]"),
+    "conv_times_tensor_mean": _problem("conv_times_tensor_mean", "self.conv = nn.Conv2d(3, 5, 3)", "x, s",
+                                       "return (self.conv(x) * s).mean(dim=[2, 3])",
+                                       "[torch.randn(2, 3, 9, 8), torch.randn(2, 5, 7, 6)]"),
     "avgpool_over_rows": _problem("avgpool_over_rows", "self.linear = nn.Linear(37, 45)", "x",
                                   "return F.avg_pool1d(self.linear(x).t().unsqueeze(0), 5)",
                                   "[torch.randn(10, 37)]"),
@@ -202,3 +242,13 @@ def test_scalar_after_matmul_leaves_one_kernel() -> None:
     assert [g.kind for g in plan.groups] == ["matmul"]
     _, plain = _plan(FIRES["scaled_operand_matmul"][0], {"no_rewrites": True}, None)
     assert [g.kind for g in plain.groups] == ["pointwise", "matmul"]
+
+
+@pytest.mark.parametrize("name", ["mean_after_conv_transpose", "mean_after_strided_dilated_conv", "sum_after_conv1d"])
+def test_sum_before_convolution_writes_no_convolution_and_stays_shape_generic(
+        name: str, generated: dict[str, Candidate]) -> None:
+    """The convolution is gone (its output was only summed), the tap masks are computed inside the kernel
+    that sums the input (no kernel of constants), and the kernels take the batch size at run time."""
+    src = generated[name].source
+    assert src is not None and "F.conv" not in src and "would read no tensor" not in generated[name].note
+    assert "shape-generic" in generated[name].note, generated[name].note

@@ -547,7 +547,10 @@ def _conv(lw: _Lowering, fx: Any, x: Node, w: Node, b: Node | None, stride: Any,
     else:
         call = (f"F.conv{nd}d({src}, {{1}}, None, stride={tuple(stride)}, padding={tuple(padding)}, "
                 f"dilation={tuple(dilation)}, groups={groups})")
-    out = lw.extern(call, (x, w), val, op="conv_transpose" if transposed else "conv")
+    geometry = {"kernel": tuple(int(k) for k in w.shape[2:]), "stride": _per_dim(stride, nd),
+                "padding": _per_dim(padding, nd), "dilation": _per_dim(dilation, nd),
+                "output_padding": _per_dim(output_padding, nd), "groups": int(groups), "transposed": bool(transposed)}
+    out = lw.extern(call, (x, w), val, op="conv_transpose" if transposed else "conv", geometry=geometry)
     if cl:
         out.strides, out.attrs["channels_last"] = channels_last_strides(out.shape), True
     if b is None:

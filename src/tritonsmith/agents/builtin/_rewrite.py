@@ -15,11 +15,12 @@ variant menu ends with ``no-rewrites``, the same pipeline with this pass off.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 import torch
 
-from tritonsmith.agents.builtin._ir import MM, PW, REDUCE, VIEW, WINDOW, Graph, Lowering, Node
+from tritonsmith.agents.builtin._ir import CONV, EXTERN, MM, PW, REDUCE, VIEW, WINDOW, Graph, Lowering, Node
 
 __all__ = ["REWRITES", "rewrite"]
 
@@ -318,11 +319,135 @@ def _scalar_of(op: Any) -> tuple[Node, str, float | int] | None:
     return a, op.op, b
 
 
+def sum_before_convolution(lw: Lowering, uses: _Uses) -> bool:
+    """``sum_o conv(x, W)[n, co, o] == sum_{ci, k} W[co, ci, k] * sum_{i in V_k} x[n, ci, i]`` (groups = 1).
+
+    Each output position of a convolution sums products of one weight tap k with one input element, so the
+    sum over all output positions (a global average pool, ``mean(dim=[2, 3])``) is, per tap, the weight times
+    the sum of the input over the positions V_k from which that tap lands inside the output: the whole input
+    less a border that padding, stride and cropping leave out (for a transposed convolution, input i reaches
+    output i * s - p + k * d; for a convolution, output o reads input o * s - p + k * d). That is one pass
+    over ``x`` and an [N, Ci*K] x [Ci*K, Co] contraction, instead of the convolution and its output written
+    and read back. Multiplies and adds of numbers or per-channel tensors between the convolution and the sum
+    commute with it (an added term counts once per output position). Matches a fp32 convolution or
+    transposed convolution with groups = 1 whose output only that chain reads, ending in a sum over every
+    spatial dim."""
+    for r in uses.live:
+        if r.kind != REDUCE or r.op != "sum" or len(r.shape) < 3 or r.dims != tuple(range(2, len(r.shape))):
+            continue
+        found = _linear_chain(r.args[0], r, uses)
+        if found is None:
+            continue
+        conv, chain = found
+        geo = conv.attrs.get("geometry") if conv.kind == EXTERN else (conv.attrs if conv.kind == CONV else None)
+        x, w = conv.args[:2]
+        if not geo or geo["groups"] != 1 or any(a.dtype != torch.float32 for a in (x, w, conv)) \
+                or len(x.shape) != len(conv.shape):
+            continue
+        total = lw.view(_summed_convolution(lw, x, w, conv.shape, geo), r.shape)
+        count = math.prod(conv.shape[2:])
+        for how, arg in reversed(chain):  # innermost (next to the convolution) first; an added term, count times
+            added = how in ("add", "sub")
+            total = lw.pw(how, total, (lw.pw("mul", arg, count) if isinstance(arg, Node) else arg * count)
+                          if added else arg)
+        uses.replace(r, total)
+        return True
+    return False
+
+
+def _linear_chain(y: Node, reader: Node, uses: _Uses) -> tuple[Node, list[tuple[str, Any]]] | None:
+    """(convolution, chain) when ``y`` is a convolution (a torch call or a CONV node) under multiplies / divides
+    by a number or a per-channel tensor and adds / subtracts of a number or a per-channel tensor, each value read
+    only by the next: the chain as (op, number or tensor) from ``y`` inward; None for anything else."""
+    chain: list[tuple[str, Any]] = []
+    cur = y
+    while uses.only_reader(cur, reader) and cur.dtype == torch.float32:
+        if (cur.kind == EXTERN and cur.attrs.get("op") in ("conv", "conv_transpose")) or cur.kind == CONV:
+            return cur, chain
+        scaled = _scalar_of(cur)
+        if scaled is not None:
+            chain.append((scaled[1], scaled[2]))
+            cur, reader = scaled[0], cur
+            continue
+        if cur.kind != PW or cur.op not in ("add", "sub", "mul", "div") or len(cur.args) != 2 \
+                or cur.attrs.keys() - {"bias_of"}:
+            return None
+        a, b = cur.args
+        if cur.op in ("add", "mul") and not (isinstance(a, Node) and a.shape == cur.shape):
+            a, b = b, a
+        if not isinstance(a, Node) or a.shape != cur.shape or not (
+                _per_channel(b, cur.shape) if isinstance(b, Node) else cur.op in ("add", "sub")
+                and isinstance(b, (int, float)) and not isinstance(b, bool)):
+            return None
+        chain.append((cur.op, b))
+        cur, reader = a, cur
+    return None
+
+
+def _per_channel(b: Node, shape: tuple[int, ...]) -> bool:
+    """``b`` broadcasts against ``shape`` [N, C, *spatial] along every dim but the channels (C or 1 there)."""
+    pad = (1,) * (len(shape) - len(b.shape)) + b.shape
+    return len(b.shape) <= len(shape) and pad[0] == 1 and pad[1] in (1, shape[1]) and all(d == 1 for d in pad[2:]) \
+        and b.dtype == torch.float32
+
+
+def _summed_convolution(lw: Lowering, x: Node, w: Node, out_shape: tuple[int, ...], geo: dict[str, Any]) -> Node:
+    """``sum_o conv(x, w)[n, co, o]`` as [N, Co]: per spatial dim (last first), the input summed over the
+    positions each tap reaches (masks from index grids), then contracted with the weights."""
+    nd = len(x.shape) - 2
+    cur = x  # [N, Ci, I_1 .. I_j, K_j+1 .. K_nd] after the dims j+1.. are summed
+    for j in reversed(range(nd)):
+        axis, k = 2 + j, geo["kernel"][j]
+        shape = (*cur.shape[:axis], k, *cur.shape[axis:])
+        wide = lw.expand(lw.view(cur, (*cur.shape[:axis], 1, *cur.shape[axis:])), shape)
+        taps = _reached(lw, wide, _iota(lw, wide, axis), _iota(lw, wide, axis + 1), geo, j, out_shape[axis])
+        cur = lw.reduce("sum", taps, (axis + 1,), False)
+    n, ci, kernel = x.shape[0], x.shape[1], tuple(geo["kernel"])
+    if geo["transposed"]:  # w [Ci, Co, K]: contract [N, Ci, 1, K] with [1, Ci, Co, K] over Ci and K
+        prod = lw.pw("mul", lw.view(cur, (n, ci, 1, *kernel)), lw.view(w, (1, *w.shape)))
+        return lw.reduce("sum", prod, (1, *range(3, 3 + nd)), False)
+    # w [Co, Ci, K]: contract [N, 1, Ci, K] with [1, Co, Ci, K] over Ci and K
+    prod = lw.pw("mul", lw.view(cur, (n, 1, ci, *kernel)), lw.view(w, (1, *w.shape)))
+    return lw.reduce("sum", prod, tuple(range(2, 3 + nd)), False)
+
+
+def _times(lw: Lowering, v: Node, c: int) -> Node:
+    return v if c == 1 else lw.pw("mul", v, c)
+
+
+def _shift(lw: Lowering, v: Node, c: int) -> Node:
+    return v if c == 0 else lw.pw("add", v, c)
+
+
+def _iota(lw: Lowering, like: Node, dim: int) -> Node:
+    """The index along ``dim`` over ``like``'s shape (int64), computed where ``like`` is read: the masks built
+    from it join the kernel that sums ``like`` instead of being stored (``like`` is an argument for placement
+    only, as ``gather``'s index grid is)."""
+    return lw.pw("iota", like, dtype=torch.int64, dim=dim)
+
+
+def _reached(lw: Lowering, v: Node, tap: Node, pos: Node, geo: dict[str, Any], j: int, out: int) -> Node:
+    """``v`` where input position ``pos`` meets tap ``tap`` inside the output along spatial dim ``j`` (size
+    ``out``), else 0. Transposed: output ``pos * s - p + tap * d`` in [0, out). Otherwise the output ``o``
+    with ``o * s - p + tap * d == pos``: ``t = pos + p - tap * d`` a multiple of s in [0, out * s)."""
+    s, p, d = geo["stride"][j], geo["padding"][j], geo["dilation"][j]
+    if geo["transposed"]:
+        t, bound = _shift(lw, lw.pw("add", _times(lw, pos, s), _times(lw, tap, d)), -p), out
+    else:
+        t, bound = lw.pw("sub", _shift(lw, pos, p), _times(lw, tap, d)), out * s
+    inside = lw.pw("where", lw.pw("ge", t, 0, dtype=torch.bool), v, 0.0)
+    inside = lw.pw("where", lw.pw("lt", t, bound, dtype=torch.bool), inside, 0.0)
+    if not geo["transposed"] and s > 1:
+        inside = lw.pw("where", lw.pw("eq", lw.pw("fmod", t, s), 0, dtype=torch.bool), inside, 0.0)
+    return inside
+
+
 Rewrite = Callable[[Lowering, _Uses], bool]
 REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("gemv-of-reduced-weights", gemv_of_reduced_weights),
     ("linear-of-pooled-weights", linear_of_pooled_weights),
     ("triangular-matmul", triangular_matmul),
     ("scalar-after-matmul", scalar_after_matmul),
+    ("sum-before-convolution", sum_before_convolution),
 )
 
