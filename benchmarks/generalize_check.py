@@ -86,6 +86,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, help="write generalize.json and generalize.md here, after every kernel")
     ap.add_argument("--resume", action="store_true", help="keep the rows of --out/generalize.json, check the rest")
     ap.add_argument("--jobs", type=int, default=1, help="shards checked at once, each in its own process")
+    ap.add_argument("--only", default="", help="check only these problems: comma-separated level/number prefixes "
+                    "such as level1/21,level2/90 (\"level1/2\" would not match 21)")
     ap.add_argument("--shard", default="0/1", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if len(args.paths) < 2:
@@ -118,11 +120,19 @@ def check_runs(runs: list[Path], kb: Path, args: argparse.Namespace, shard: tupl
     for run in runs:
         with tempfile.TemporaryDirectory() as tmp:
             run_dir = as_run_dir(run, Path(tmp))
+            skip = seen | _not_chosen(run_dir, args.only)
             rows = check_run(run_dir, kb, args.device, args.scale, args.timeout, rows=rows, shard=shard,
-                             skip=seen, label=run.name,
+                             skip=skip, label=run.name,
                              on_row=lambda r: out is not None and write(out, r, command))
             seen |= {f"level{rec.level}/{rec.problem}" for rec in _verified(run_dir)}
     return rows
+
+
+def _not_chosen(run_dir: Path, only: str) -> set[str]:
+    """The run's verified problems that ``--only`` leaves out (none without it)."""
+    keys = [k.strip() for k in only.split(",") if k.strip()]
+    names = {f"level{rec.level}/{rec.problem}" for rec in _verified(run_dir)}
+    return {n for n in names if keys and not any(n.startswith(k + "_") for k in keys)}
 
 
 def _verified(run_dir: Path) -> list[Any]:

@@ -58,8 +58,23 @@ def test_shards_cover_every_verified_kernel_once_and_a_later_run_does_not_check_
     monkeypatch.setattr(ev, "evaluate", fake_evaluate)
     first = _run(tmp_path / "first", ["1_a", "2_b", "3_c", "4_d", "5_e"], wrong=("5_e",))
     second = _run(tmp_path / "second", ["2_b", "6_f", "7_g"])
-    args = SimpleNamespace(out=None, resume=False, device="cuda", scale=False, timeout=10.0)
+    args = SimpleNamespace(out=None, resume=False, device="cuda", scale=False, timeout=10.0, only="")
     rows = [r for k in range(3) for r in mod.check_runs([first, second], tmp_path / "kb", args, (k, 3))]
     assert sorted(checked) == ["first:1_a", "first:2_b", "first:3_c", "first:4_d", "second:6_f", "second:7_g"]
     assert {r["problem"]: r["run"] for r in rows}["level1/2_b"] == "first"
     assert all(r["generalizes"] == "yes" for r in rows) and len(rows) == 6
+
+
+def test_only_checks_the_chosen_problems(tmp_path: Path, monkeypatch) -> None:
+    from types import SimpleNamespace
+
+    import tritonsmith.evaluator._evaluate as ev
+
+    mod = load_script("generalize_check")
+    checked: list[str] = []
+    monkeypatch.setattr(ev, "evaluate", lambda ref, cand, **kw: checked.append(ref.stem) or SimpleNamespace(
+        generalizes="yes", generalize_note="ok", message="", status=None))
+    run = _run(tmp_path / "run", ["2_b", "21_x", "3_c"])
+    args = SimpleNamespace(out=None, resume=False, device="cuda", scale=False, timeout=10.0, only="level1/2,level1/3")
+    mod.check_runs([run], tmp_path / "kb", args, (0, 1))
+    assert checked == ["2_b", "3_c"]  # "level1/2" is problem 2, not 21
