@@ -114,7 +114,8 @@ NETS = {
         "mobilenet_like",
         "        self.a = nn.Conv2d(3, 8, 1)\n        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)\n"
         "        self.b = nn.Conv2d(8, 5, 1)",
-        "        x = F.relu6(self.a(x))\n        x = F.relu6(self.dw(x))\n        return self.b(x).mean(dim=(2, 3))",
+        # the head's relu6 keeps the last convolution: a bare mean of it is rewritten (sum-before-convolution)
+        "        x = F.relu6(self.a(x))\n        x = F.relu6(self.dw(x))\n        return F.relu6(self.b(x)).mean(dim=(2, 3))",
         "[torch.randn(2, 3, 6, 7)]"),
     # a torch call other than a convolution (an adaptive pool over sizes that do not divide) reads the
     # second convolution's output: that output stays contiguous, the first one's chain still goes channels-last

@@ -94,6 +94,23 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
     "adaptive_avgpool_after_conv": (_problem("adaptive_avgpool_after_conv", "self.conv = nn.Conv2d(3, 8, 3)", "x",
                                              "return torch.flatten(F.adaptive_avg_pool2d(self.conv(x), 1), 1)",
                                              "[torch.randn(3, 3, 11, 9)]"), ["sum-before-convolution"]),
+    # a sum over some spatial dims: a convolution over the others remains, of the tap sums as channels
+    "mean_over_depth_after_conv_transpose3d": (_problem("mean_over_depth_after_conv_transpose3d",
+                                                        "self.conv = nn.ConvTranspose3d(3, 5, 3, stride=(2, 1, 1), "
+                                                        "padding=1)\n        self.bias = nn.Parameter(torch.randn(1, "
+                                                        "5, 1, 1, 1))", "x",
+                                                        "y = self.conv(x).mean(dim=2, keepdim=True) + self.bias\n"
+                                                        "        return torch.tanh(torch.softmax(y, dim=1)) * 2.0",
+                                                        "[torch.randn(2, 3, 5, 7, 6)]"), ["sum-before-convolution"]),
+    "sum_over_width_after_conv2d": (_problem("sum_over_width_after_conv2d",
+                                             "self.conv = nn.Conv2d(4, 6, (3, 2), stride=(1, 2), padding=(1, 1))", "x",
+                                             "return torch.relu(self.conv(x).sum(dim=3))",
+                                             "[torch.randn(2, 4, 9, 11)]"), ["sum-before-convolution"]),
+    "mean_over_height_width_of_conv3d": (_problem("mean_over_height_width_of_conv3d",
+                                                  "self.conv = nn.Conv3d(3, 4, (2, 3, 3), padding=(0, 1, 2), "
+                                                  "dilation=(1, 2, 1))", "x",
+                                                  "return self.conv(x).mean(dim=[3, 4])",
+                                                  "[torch.randn(2, 3, 4, 9, 7)]"), ["sum-before-convolution"]),
     "mean_after_conv_channel_scale": (_problem("mean_after_conv_channel_scale",
                                                "self.conv = nn.Conv2d(3, 5, 3, padding=1)\n"
                                                "        self.scale = nn.Parameter(torch.randn(5, 1, 1))", "x",
@@ -137,8 +154,8 @@ NEAR_MISSES: dict[str, Problem] = {
                                      "return torch.relu(self.conv(x)).mean(dim=[2, 3])", "[torch.randn(2, 3, 9, 8)]"),
     "mean_after_grouped_conv": _problem("mean_after_grouped_conv", "self.conv = nn.Conv2d(4, 6, 3, groups=2)", "x",
                                         "return self.conv(x).mean(dim=[2, 3])", "[torch.randn(2, 4, 9, 8)]"),
-    "mean_over_height_only": _problem("mean_over_height_only", "self.conv = nn.Conv2d(3, 5, 3)", "x",
-                                      "return self.conv(x).mean(dim=2)", "[torch.randn(2, 3, 9, 8)]"),
+    "mean_over_channels": _problem("mean_over_channels", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                   "return self.conv(x).mean(dim=1)", "[torch.randn(2, 3, 9, 8)]"),
     "conv_read_twice": _problem("conv_read_twice", "self.conv = nn.Conv2d(3, 5, 3)", "x",
                                 "y = self.conv(x)\n        return y.mean(dim=[2, 3], keepdim=True) + y",
                                 "[torch.randn(2, 3, 9, 8)]"),
@@ -251,4 +268,15 @@ def test_sum_before_convolution_writes_no_convolution_and_stays_shape_generic(
     that sums the input (no kernel of constants), and the kernels take the batch size at run time."""
     src = generated[name].source
     assert src is not None and "F.conv" not in src and "would read no tensor" not in generated[name].note
+    assert "shape-generic" in generated[name].note, generated[name].note
+
+
+@pytest.mark.parametrize("name, call", [("mean_over_depth_after_conv_transpose3d", "F.conv_transpose2d("),
+                                        ("sum_over_width_after_conv2d", "F.conv1d("),
+                                        ("mean_over_height_width_of_conv3d", "F.conv1d(")])
+def test_a_partial_spatial_sum_leaves_a_lower_dimensional_convolution(
+        name: str, call: str, generated: dict[str, Candidate]) -> None:
+    """Summed over some spatial dims, the convolution keeps the others only: one call, that many dims."""
+    src = generated[name].source
+    assert src is not None and src.count("F.conv") == 1 and call in src, src
     assert "shape-generic" in generated[name].note, generated[name].note

@@ -328,12 +328,14 @@ def sum_before_convolution(lw: Lowering, uses: _Uses) -> bool:
     less a border that padding, stride and cropping leave out (for a transposed convolution, input i reaches
     output i * s - p + k * d; for a convolution, output o reads input o * s - p + k * d). That is one pass
     over ``x`` and an [N, Ci*K] x [Ci*K, Co] contraction, instead of the convolution and its output written
-    and read back. Multiplies and adds of numbers or per-channel tensors between the convolution and the sum
-    commute with it (an added term counts once per output position). Matches a fp32 convolution or
-    transposed convolution with groups = 1 whose output only that chain reads, ending in a sum over every
-    spatial dim."""
+    and read back. A sum over some spatial dims only (a mean over depth) leaves a convolution over the others,
+    of the input's tap sums as Ci*K_summed channels: a torch call with that many times fewer FLOPs.
+    Multiplies and adds of numbers or per-channel tensors between the convolution and the sum commute with it
+    (an added term counts once per summed output position). Matches a fp32 convolution or transposed
+    convolution with groups = 1 whose output only that chain reads, ending in a sum over spatial dims (over
+    some of them: a torch call's convolution only, which stays one)."""
     for r in uses.live:
-        if r.kind != REDUCE or r.op != "sum" or len(r.shape) < 3 or r.dims != tuple(range(2, len(r.shape))):
+        if r.kind != REDUCE or r.op != "sum" or len(r.shape) < 3 or not r.dims or r.dims[0] < 2:
             continue
         found = _linear_chain(r.args[0], r, uses)
         if found is None:
@@ -341,11 +343,12 @@ def sum_before_convolution(lw: Lowering, uses: _Uses) -> bool:
         conv, chain = found
         geo = conv.attrs.get("geometry") if conv.kind == EXTERN else (conv.attrs if conv.kind == CONV else None)
         x, w = conv.args[:2]
+        summed = tuple(d - 2 for d in r.dims)
         if not geo or geo["groups"] != 1 or any(a.dtype != torch.float32 for a in (x, w, conv)) \
-                or len(x.shape) != len(conv.shape):
+                or len(x.shape) != len(conv.shape) or (len(summed) < len(geo["kernel"]) and conv.kind != EXTERN):
             continue
-        total = lw.view(_summed_convolution(lw, x, w, conv.shape, geo), r.shape)
-        count = math.prod(conv.shape[2:])
+        total = lw.view(_summed_convolution(lw, x, w, conv.shape, geo, summed), r.shape)
+        count = math.prod(conv.shape[2 + j] for j in summed)
         for how, arg in reversed(chain):  # innermost (next to the convolution) first; an added term, count times
             added = how in ("add", "sub")
             total = lw.pw(how, total, (lw.pw("mul", arg, count) if isinstance(arg, Node) else arg * count)
@@ -391,17 +394,21 @@ def _per_channel(b: Node, shape: tuple[int, ...]) -> bool:
         and b.dtype == torch.float32
 
 
-def _summed_convolution(lw: Lowering, x: Node, w: Node, out_shape: tuple[int, ...], geo: dict[str, Any]) -> Node:
-    """``sum_o conv(x, w)[n, co, o]`` as [N, Co]: per spatial dim (last first), the input summed over the
-    positions each tap reaches (masks from index grids), then contracted with the weights."""
+def _summed_convolution(lw: Lowering, x: Node, w: Node, out_shape: tuple[int, ...], geo: dict[str, Any],
+                        summed: tuple[int, ...]) -> Node:
+    """``sum_o conv(x, w)[n, co, o]`` over the spatial dims ``summed``: per summed dim (last first), the input
+    summed over the positions each tap reaches (masks from index grids); then, all dims summed, contracted with
+    the weights ([N, Co]); otherwise a convolution over the other dims (:func:`_convolution_of_tap_sums`)."""
     nd = len(x.shape) - 2
-    cur = x  # [N, Ci, I_1 .. I_j, K_j+1 .. K_nd] after the dims j+1.. are summed
-    for j in reversed(range(nd)):
+    cur = x  # [N, Ci, ...] with I_j replaced by K_j for each dim j summed so far
+    for j in sorted(summed, reverse=True):
         axis, k = 2 + j, geo["kernel"][j]
         shape = (*cur.shape[:axis], k, *cur.shape[axis:])
         wide = lw.expand(lw.view(cur, (*cur.shape[:axis], 1, *cur.shape[axis:])), shape)
         taps = _reached(lw, wide, _iota(lw, wide, axis), _iota(lw, wide, axis + 1), geo, j, out_shape[axis])
         cur = lw.reduce("sum", taps, (axis + 1,), False)
+    if len(summed) < nd:
+        return _convolution_of_tap_sums(lw, cur, w, out_shape, geo, sorted(summed))
     n, ci, kernel = x.shape[0], x.shape[1], tuple(geo["kernel"])
     if geo["transposed"]:  # w [Ci, Co, K]: contract [N, Ci, 1, K] with [1, Ci, Co, K] over Ci and K
         prod = lw.pw("mul", lw.view(cur, (n, ci, 1, *kernel)), lw.view(w, (1, *w.shape)))
@@ -409,6 +416,37 @@ def _summed_convolution(lw: Lowering, x: Node, w: Node, out_shape: tuple[int, ..
     # w [Co, Ci, K]: contract [N, 1, Ci, K] with [1, Co, Ci, K] over Ci and K
     prod = lw.pw("mul", lw.view(cur, (n, 1, ci, *kernel)), lw.view(w, (1, *w.shape)))
     return lw.reduce("sum", prod, tuple(range(2, 3 + nd)), False)
+
+
+def _convolution_of_tap_sums(lw: Lowering, sums: Node, w: Node, out_shape: tuple[int, ...], geo: dict[str, Any],
+                             summed: list[int]) -> Node:
+    """The convolution over the spatial dims not ``summed`` of ``sums`` [N, Ci, ...] (tap sums K_j at each
+    summed dim j, input positions elsewhere) as Ci*K_summed channels, channel (ci, k_summed...) ci-major, with
+    the weights rearranged to match: a torch call of ``geo``'s kind, one dimension per dim kept."""
+    nd = len(geo["kernel"])
+    rest = [j for j in range(nd) if j not in summed]
+    n, ci = sums.shape[:2]
+    chans = ci * math.prod(geo["kernel"][j] for j in summed)
+    inp = lw.view(lw.permute(sums, [0, 1, *(2 + j for j in summed), *(2 + j for j in rest)]),
+                  (n, chans, *(sums.shape[2 + j] for j in rest)))
+    krest = tuple(geo["kernel"][j] for j in rest)
+    if geo["transposed"]:  # [Ci, Co, K] -> [Ci, K_summed, Co, K_rest] -> [Ci*K_summed, Co, K_rest]
+        co = w.shape[1]
+        wk = lw.view(lw.permute(w, [0, *(2 + j for j in summed), 1, *(2 + j for j in rest)]), (chans, co, *krest))
+    else:  # [Co, Ci, K] -> [Co, Ci, K_summed, K_rest] -> [Co, Ci*K_summed, K_rest]
+        co = w.shape[0]
+        wk = lw.view(lw.permute(w, [0, 1, *(2 + j for j in summed), *(2 + j for j in rest)]), (co, chans, *krest))
+    sub = {key: tuple(geo[key][j] for j in rest) for key in ("stride", "padding", "dilation", "output_padding")}
+    d = len(rest)
+    if geo["transposed"]:
+        call = (f"F.conv_transpose{d}d({{0}}, {{1}}, None, stride={sub['stride']}, padding={sub['padding']}, "
+                f"output_padding={sub['output_padding']}, groups=1, dilation={sub['dilation']})")
+    else:
+        call = (f"F.conv{d}d({{0}}, {{1}}, None, stride={sub['stride']}, padding={sub['padding']}, "
+                f"dilation={sub['dilation']}, groups=1)")
+    val = torch.empty((n, co, *(out_shape[2 + j] for j in rest)), dtype=torch.float32, device="meta")
+    return lw.extern(call, (inp, wk), val, op="conv_transpose" if geo["transposed"] else "conv",
+                     geometry={"kernel": krest, **sub, "groups": 1, "transposed": geo["transposed"]})
 
 
 def _times(lw: Lowering, v: Node, c: int) -> Node:
