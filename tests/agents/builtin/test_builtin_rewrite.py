@@ -41,6 +41,16 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
     "sum_after_matmul": (_problem("sum_after_matmul", "pass", "a, b", "return (a @ b).sum(1, keepdim=True) * 0.5",
                                   "[torch.randn(13, 19), torch.randn(19, 23)]"),
                          ["gemv-of-reduced-weights"]),
+    # KernelBench's Gemm_Divide_Sum_Scaling: the divide sits between the product and the sum
+    "sum_after_divided_linear": (_linear("sum_after_divided_linear", "nn.Linear(37, 29)",
+                                         "y = self.linear(x) / 2.0\n"
+                                         "        return torch.sum(y, dim=1, keepdim=True) * 1.5"),
+                                 ["gemv-of-reduced-weights"]),
+    "sum_after_scaled_shifted_matmul": (_problem("sum_after_scaled_shifted_matmul", "self.b = nn.Parameter("
+                                                 "torch.randn(23))", "a, w",
+                                                 "return (0.5 * (a @ w) + self.b - 0.25).sum(1)",
+                                                 "[torch.randn(13, 19), torch.randn(19, 23)]"),
+                                        ["gemv-of-reduced-weights"]),
     "avgpool_after_linear": (_linear("avgpool_after_linear", "nn.Linear(37, 45)",
                                      "y = F.avg_pool1d(self.linear(x).unsqueeze(1), 5).squeeze(1)\n"
                                      "        return torch.max(F.gelu(y) * 2.0, dim=1).values"),
@@ -121,6 +131,10 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
 # name -> problem where a rewrite almost applies but must not
 NEAR_MISSES: dict[str, Problem] = {
     "sum_over_batch": _linear("sum_over_batch", "nn.Linear(37, 29)", "return self.linear(x).sum(0)"),
+    "sum_after_times_tensor": _problem("sum_after_times_tensor", "self.linear = nn.Linear(37, 29)", "x, t",
+                                       "return (self.linear(x) * t).sum(1)", "[torch.randn(11, 37), torch.randn(11, 29)]"),
+    "sum_after_row_shift": _problem("sum_after_row_shift", "self.linear = nn.Linear(37, 29)", "x, c",
+                                    "return (self.linear(x) - c).sum(1)", "[torch.randn(11, 37), torch.randn(11, 1)]"),
     "sum_after_relu": _linear("sum_after_relu", "nn.Linear(37, 29)", "return torch.relu(self.linear(x)).sum(1)"),
     "linear_read_twice": _linear("linear_read_twice", "nn.Linear(37, 29)",
                                  "y = self.linear(x)\n        return y.sum(1, keepdim=True) + y"),

@@ -166,18 +166,57 @@ def gemv_of_reduced_weights(lw: Lowering, uses: _Uses) -> bool:
 
     A sum (or a mean: a sum, then the division, which stays) over the output features of a linear layer or
     a matmul is a matrix-vector product with the weights summed over the output features first: one pass
-    over ``x`` and one over ``W`` instead of an M x N x K GEMM. Matches a 2-D fp32 matmul (+ a bias of
-    shape (N,)) whose output only this sum reads."""
+    over ``x`` and one over ``W`` instead of an M x N x K GEMM. Multiplies / divides by a number and adds of
+    a number or of a vector over the features between the product and the sum commute with it (a number
+    added N times, a vector summed). Matches a 2-D fp32 matmul (+ a bias of shape (N,)) whose output only
+    that chain reads, each value of the chain read only by the next."""
     for r in uses.live:
         if r.kind != REDUCE or r.op != "sum" or r.dims != (1,) or len(r.shape) != 2:
             continue
-        y = r.args[0]
-        lin = _linear(y, uses) if uses.only_reader(y, r) else None
-        if lin is None or y.shape[1] < 2:
+        found = _feature_chain(r.args[0], r, uses)
+        if found is None or found[0][0].shape[1] < 2:
             continue
-        uses.replace(r, _linear_of_pooled(lw, lin[0], lin[1], 1, y.shape[1], 1.0))
+        (mm, bias), chain = found
+        n = mm.shape[1]
+        total = _linear_of_pooled(lw, mm, bias, 1, n, 1.0)
+        for how, arg in reversed(chain):  # innermost (next to the product) first
+            if isinstance(arg, Node):  # a vector over the features, summed: [1, 1]
+                arg = lw.reduce("sum", lw.view(arg, (1, n)), (1,), True)
+            elif how in ("add", "sub"):
+                arg = arg * n
+            total = lw.pw(how, total, arg)
+        uses.replace(r, total)
         return True
     return False
+
+
+def _feature_chain(y: Node, reader: Node, uses: _Uses) -> tuple[tuple[Node, Node | None], list[tuple[str, Any]]] | None:
+    """((matmul, bias), chain) when ``y`` is a linear layer or matmul (:func:`_linear`) under multiplies /
+    divides by a number and adds / subtracts of a number or of a vector over the features ((N,) or (1, N)),
+    each value read only by the next: the chain as (op, number or vector) from ``y`` inward."""
+    chain: list[tuple[str, Any]] = []
+    cur = y
+    while uses.only_reader(cur, reader) and len(cur.shape) == 2 and cur.dtype == torch.float32:
+        lin = _linear(cur, uses)
+        if lin is not None:
+            return lin, chain
+        scaled = _scalar_of(cur)
+        if scaled is not None:
+            chain.append((scaled[1], scaled[2]))
+            cur, reader = scaled[0], cur
+            continue
+        if cur.kind != PW or cur.op not in ("add", "sub") or len(cur.args) != 2 or cur.attrs:
+            return None
+        a, b = cur.args
+        if cur.op == "add" and not (isinstance(a, Node) and a.shape == cur.shape):
+            a, b = b, a
+        vector = isinstance(b, Node) and b.shape in ((cur.shape[1],), (1, cur.shape[1])) and b.dtype == torch.float32
+        number = isinstance(b, (int, float)) and not isinstance(b, bool)
+        if not isinstance(a, Node) or a.shape != cur.shape or not (vector or number):
+            return None
+        chain.append((cur.op, b))
+        cur, reader = a, cur
+    return None
 
 
 def linear_of_pooled_weights(lw: Lowering, uses: _Uses) -> bool:
