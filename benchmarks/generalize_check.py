@@ -120,18 +120,17 @@ def check_runs(runs: list[Path], kb: Path, args: argparse.Namespace, shard: tupl
     for run in runs:
         with tempfile.TemporaryDirectory() as tmp:
             run_dir = as_run_dir(run, Path(tmp))
-            skip = seen | _not_chosen(run_dir, args.only)
+            names = {f"level{rec.level}/{rec.problem}" for rec in _verified(run_dir)}
             rows = check_run(run_dir, kb, args.device, args.scale, args.timeout, rows=rows, shard=shard,
-                             skip=skip, label=run.name,
+                             skip=seen | _not_chosen(names, args.only), label=run.name,
                              on_row=lambda r: out is not None and write(out, r, command))
-            seen |= {f"level{rec.level}/{rec.problem}" for rec in _verified(run_dir)}
+            seen |= names
     return rows
 
 
-def _not_chosen(run_dir: Path, only: str) -> set[str]:
-    """The run's verified problems that ``--only`` leaves out (none without it)."""
+def _not_chosen(names: set[str], only: str) -> set[str]:
+    """The problems of ``names`` that ``--only`` leaves out (none without it)."""
     keys = [k.strip() for k in only.split(",") if k.strip()]
-    names = {f"level{rec.level}/{rec.problem}" for rec in _verified(run_dir)}
     return {n for n in names if keys and not any(n.startswith(k + "_") for k in keys)}
 
 

@@ -194,25 +194,39 @@ def _feature_chain(y: Node, reader: Node, uses: _Uses) -> tuple[tuple[Node, Node
     """((matmul, bias), chain) when ``y`` is a linear layer or matmul (:func:`_linear`) under multiplies /
     divides by a number and adds / subtracts of a number or of a vector over the features ((N,) or (1, N)),
     each value read only by the next: the chain as (op, number or vector) from ``y`` inward."""
+    def feature_vector(b: Node, shape: tuple[int, ...]) -> bool:
+        return b.shape in ((shape[1],), (1, shape[1])) and b.dtype == torch.float32
+
+    return _chain_to(y, reader, uses, lambda n: _linear(n, uses), feature_vector, ("add", "sub"))
+
+
+def _chain_to(y: Node, reader: Node, uses: _Uses, end: Callable[[Node], Any],
+              tensor_ok: Callable[[Node, tuple[int, ...]], bool],
+              tensor_ops: tuple[str, ...]) -> tuple[Any, list[tuple[str, Any]]] | None:
+    """(``end(v)``, chain) for the first value ``v`` under ``y`` where ``end`` is not None, reached through
+    multiplies / divides by a number, adds / subtracts of a number, and ``tensor_ops`` with a tensor that
+    ``tensor_ok`` accepts (for the value's shape), each value read only by the next: the chain as
+    (op, number or tensor) from ``y`` inward; None where anything else comes first."""
     chain: list[tuple[str, Any]] = []
     cur = y
-    while uses.only_reader(cur, reader) and len(cur.shape) == 2 and cur.dtype == torch.float32:
-        lin = _linear(cur, uses)
-        if lin is not None:
-            return lin, chain
+    while uses.only_reader(cur, reader) and cur.dtype == torch.float32:
+        found = end(cur)
+        if found is not None:
+            return found, chain
         scaled = _scalar_of(cur)
         if scaled is not None:
             chain.append((scaled[1], scaled[2]))
             cur, reader = scaled[0], cur
             continue
-        if cur.kind != PW or cur.op not in ("add", "sub") or len(cur.args) != 2 or cur.attrs:
+        if cur.kind != PW or cur.op not in ("add", "sub", "mul", "div") or len(cur.args) != 2 \
+                or cur.attrs.keys() - {"bias_of"}:
             return None
         a, b = cur.args
-        if cur.op == "add" and not (isinstance(a, Node) and a.shape == cur.shape):
+        if cur.op in ("add", "mul") and not (isinstance(a, Node) and a.shape == cur.shape):
             a, b = b, a
-        vector = isinstance(b, Node) and b.shape in ((cur.shape[1],), (1, cur.shape[1])) and b.dtype == torch.float32
-        number = isinstance(b, (int, float)) and not isinstance(b, bool)
-        if not isinstance(a, Node) or a.shape != cur.shape or not (vector or number):
+        term = (cur.op in tensor_ops and tensor_ok(b, cur.shape)) if isinstance(b, Node) else \
+            cur.op in ("add", "sub") and isinstance(b, (int, float)) and not isinstance(b, bool)
+        if not isinstance(a, Node) or a.shape != cur.shape or not term:
             return None
         chain.append((cur.op, b))
         cur, reader = a, cur
@@ -401,29 +415,10 @@ def _linear_chain(y: Node, reader: Node, uses: _Uses) -> tuple[Node, list[tuple[
     """(convolution, chain) when ``y`` is a convolution (a torch call or a CONV node) under multiplies / divides
     by a number or a per-channel tensor and adds / subtracts of a number or a per-channel tensor, each value read
     only by the next: the chain as (op, number or tensor) from ``y`` inward; None for anything else."""
-    chain: list[tuple[str, Any]] = []
-    cur = y
-    while uses.only_reader(cur, reader) and cur.dtype == torch.float32:
-        if (cur.kind == EXTERN and cur.attrs.get("op") in ("conv", "conv_transpose")) or cur.kind == CONV:
-            return cur, chain
-        scaled = _scalar_of(cur)
-        if scaled is not None:
-            chain.append((scaled[1], scaled[2]))
-            cur, reader = scaled[0], cur
-            continue
-        if cur.kind != PW or cur.op not in ("add", "sub", "mul", "div") or len(cur.args) != 2 \
-                or cur.attrs.keys() - {"bias_of"}:
-            return None
-        a, b = cur.args
-        if cur.op in ("add", "mul") and not (isinstance(a, Node) and a.shape == cur.shape):
-            a, b = b, a
-        if not isinstance(a, Node) or a.shape != cur.shape or not (
-                _per_channel(b, cur.shape) if isinstance(b, Node) else cur.op in ("add", "sub")
-                and isinstance(b, (int, float)) and not isinstance(b, bool)):
-            return None
-        chain.append((cur.op, b))
-        cur, reader = a, cur
-    return None
+    def convolution(n: Node) -> Node | None:
+        return n if (n.kind == EXTERN and n.attrs.get("op") in ("conv", "conv_transpose")) or n.kind == CONV else None
+
+    return _chain_to(y, reader, uses, convolution, _per_channel, ("add", "sub", "mul", "div"))
 
 
 def _per_channel(b: Node, shape: tuple[int, ...]) -> bool:
