@@ -126,6 +126,37 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
                                                "        self.scale = nn.Parameter(torch.randn(5, 1, 1))", "x",
                                                "return (self.conv(x) * self.scale / 3.0).mean(dim=[2, 3])",
                                                "[torch.randn(2, 3, 9, 8)]"), ["sum-before-convolution"]),
+    # average pooling (kernel = stride) after a convolution: one convolution of pooled taps, p times fewer outputs
+    "avgpool_after_conv_transpose3d": (_problem("avgpool_after_conv_transpose3d",
+                                                "self.conv = nn.ConvTranspose3d(3, 4, 3, stride=2, padding=1)\n"
+                                                "        self.bias = nn.Parameter(torch.randn(4, 1, 1, 1))", "x",
+                                                "y = nn.AvgPool3d(2)(self.conv(x) * 0.5)\n"
+                                                "        return (y + self.bias) * 1.5",
+                                                "[torch.randn(2, 3, 3, 5, 4)]"), ["convolution-of-pooled-weights"]),
+    "avgpool_after_conv2d_floor_tail": (_problem("avgpool_after_conv2d_floor_tail",
+                                                 "self.conv = nn.Conv2d(4, 6, 3, padding=1)", "x",
+                                                 "return torch.sigmoid(F.avg_pool2d(self.conv(x), 2)).sum(dim=[1, 2, 3])",
+                                                 "[torch.randn(3, 4, 11, 9)]"), ["convolution-of-pooled-weights"]),
+    "avgpool_after_strided_dilated_conv": (_problem("avgpool_after_strided_dilated_conv",
+                                                    "self.conv = nn.Conv2d(3, 5, (3, 2), stride=(2, 1), "
+                                                    "padding=(1, 0), dilation=(2, 1))", "x",
+                                                    "return F.avg_pool2d(self.conv(x) - 0.25, (2, 3))",
+                                                    "[torch.randn(2, 3, 13, 14)]"), ["convolution-of-pooled-weights"]),
+    "avgpool_after_grouped_conv_transpose": (_problem("avgpool_after_grouped_conv_transpose",
+                                                      "self.conv = nn.ConvTranspose2d(4, 6, 4, stride=2, padding=1, "
+                                                      "groups=2, bias=False)", "x",
+                                                      "return torch.relu(F.avg_pool2d(self.conv(x), 4))",
+                                                      "[torch.randn(2, 4, 7, 9)]"), ["convolution-of-pooled-weights"]),
+    "avgpool_after_dilated_conv_transpose1d": (_problem("avgpool_after_dilated_conv_transpose1d",
+                                                        "self.conv = nn.ConvTranspose1d(3, 5, 4, padding=2, "
+                                                        "dilation=2)", "x",
+                                                        "return F.avg_pool1d(self.conv(x), 3) * 2.0",
+                                                        "[torch.randn(2, 3, 13)]"), ["convolution-of-pooled-weights"]),
+    "avgpool_after_cropped_conv_transpose": (_problem("avgpool_after_cropped_conv_transpose",
+                                                      "self.conv = nn.ConvTranspose2d(3, 4, 5, stride=3, padding=2, "
+                                                      "output_padding=1)", "x",
+                                                      "return F.avg_pool2d(self.conv(x), 3, divisor_override=4)",
+                                                      "[torch.randn(2, 3, 5, 6)]"), ["convolution-of-pooled-weights"]),
 }
 
 # name -> problem where a rewrite almost applies but must not
@@ -176,6 +207,21 @@ NEAR_MISSES: dict[str, Problem] = {
     "conv_times_tensor_mean": _problem("conv_times_tensor_mean", "self.conv = nn.Conv2d(3, 5, 3)", "x, s",
                                        "return (self.conv(x) * s).mean(dim=[2, 3])",
                                        "[torch.randn(2, 3, 9, 8), torch.randn(2, 5, 7, 6)]"),
+    "conv_avgpool_overlapping": _problem("conv_avgpool_overlapping", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                         "return F.avg_pool2d(self.conv(x), 3, stride=2)", "[torch.randn(2, 3, 11, 9)]"),
+    "conv_avgpool_padded": _problem("conv_avgpool_padded", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                    "return F.avg_pool2d(self.conv(x), 2, padding=1)", "[torch.randn(2, 3, 11, 9)]"),
+    "conv_relu_avgpool": _problem("conv_relu_avgpool", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                  "return F.avg_pool2d(torch.relu(self.conv(x)), 2)", "[torch.randn(2, 3, 11, 9)]"),
+    "conv_transpose_stride2_avgpool3": _problem("conv_transpose_stride2_avgpool3",
+                                                "self.conv = nn.ConvTranspose2d(3, 5, 3, stride=2)", "x",
+                                                "return F.avg_pool2d(self.conv(x), 3)", "[torch.randn(2, 3, 7, 6)]"),
+    "conv_avgpool_and_conv_read": _problem("conv_avgpool_and_conv_read", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                           "y = self.conv(x)\n        return F.avg_pool2d(y, 2), y",
+                                           "[torch.randn(2, 3, 11, 9)]"),
+    "conv_avgpool_ceil_partial": _problem("conv_avgpool_ceil_partial", "self.conv = nn.Conv2d(3, 5, 3)", "x",
+                                          "return F.avg_pool2d(self.conv(x), 2, ceil_mode=True)",
+                                          "[torch.randn(2, 3, 10, 9)]"),
     "avgpool_over_rows": _problem("avgpool_over_rows", "self.linear = nn.Linear(37, 45)", "x",
                                   "return F.avg_pool1d(self.linear(x).t().unsqueeze(0), 5)",
                                   "[torch.randn(10, 37)]"),
@@ -294,3 +340,34 @@ def test_a_partial_spatial_sum_leaves_a_lower_dimensional_convolution(
     src = generated[name].source
     assert src is not None and src.count("F.conv") == 1 and call in src, src
     assert "shape-generic" in generated[name].note, generated[name].note
+
+
+@pytest.mark.parametrize("name, call", [("avgpool_after_conv_transpose3d", "F.conv3d("),
+                                        ("avgpool_after_grouped_conv_transpose", "F.conv2d("),
+                                        ("avgpool_after_dilated_conv_transpose1d", "F.conv1d("),
+                                        ("avgpool_after_conv2d_floor_tail", "F.conv2d(")])
+def test_pooled_convolution_is_one_plain_convolution_with_pooled_outputs(
+        name: str, call: str, generated: dict[str, Candidate]) -> None:
+    """No transposed convolution and no pooling window remain: one plain convolution that writes the pooled
+    outputs only (its stride is the pooling's), and the kernels stay shape-generic."""
+    src = generated[name].source
+    assert src is not None and src.count("F.conv") == 1 and call in src and "F.conv_transpose" not in src, src
+    _, plan = _plan(FIRES[name][0], {}, None)
+    assert not any(n.kind == "window" for g in plan.groups for n in g.nodes)
+    assert "shape-generic" in generated[name].note, generated[name].note
+
+
+def test_pooled_convolution_in_triton_matches_reference(tmp_path: Any) -> None:
+    """The conv-triton variant: the pooled convolution is an implicit-GEMM Triton kernel (no torch call)."""
+    pairs: dict[str, tuple[str, str | None]] = {}
+    for name in ("avgpool_after_conv_transpose3d", "avgpool_after_strided_dilated_conv"):
+        problem = FIRES[name][0]
+        variant = next(v for v in menu_for(problem, None)[0] if v.key == "conv-triton")
+        traced, plan = _plan(problem, variant.options, None)
+        assert traced.rewrites == ["convolution-of-pooled-weights"]
+        src = emit_module(problem.name, problem.source, traced, plan, variant.overrides, variant_label(variant, traced))
+        assert "F.conv" not in src
+        pairs[name] = (problem.source, src)
+    checked = run_on_interpreter(tmp_path, pairs)
+    for name, result in checked.items():
+        assert result["ok"], (name, result["detail"])

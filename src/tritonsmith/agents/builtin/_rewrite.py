@@ -483,6 +483,171 @@ def _convolution_of_tap_sums(lw: Lowering, sums: Node, w: Node, out_shape: tuple
                      geometry={"kernel": krest, **sub, "groups": 1, "transposed": geo["transposed"]})
 
 
+def convolution_of_pooled_weights(lw: Lowering, uses: _Uses) -> bool:
+    """``avg_pool(conv(x, W), p) == conv'(x, W')``: average pooling (kernel = stride) after a convolution is
+    one convolution whose taps are the pooled ones, so the full-resolution output is never written.
+
+    Per spatial dim, with the convolution's stride s, padding P, dilation d and K taps, pooling by p:
+    - convolution: ``z[q] = 1/p sum_{r<p, k} W[k] x[(q p + r) s + k d - P]``, a convolution of stride p*s,
+      padding P, dilation 1 and ``s (p - 1) + d (K - 1) + 1`` taps, ``W'[t] = 1/p sum_{r s + k d = t} W[k]``
+      (p*K taps where there were K, over p times fewer outputs per dim);
+    - transposed convolution with p a multiple m of s: input i reaches ``y[i s + k d - P]``, so
+      ``z[q] = sum_i x[i] c(q m - i)`` with ``c(e) = 1/p sum_{r<p, k: k d - P - r = e s} W[k]``: a (plain)
+      convolution of stride m over the input, ``W'[t] = c(e_max - t)``, padding e_max (``e`` from
+      ``ceil((1 - p - P) / s)`` to ``floor((d (K - 1) - P) / s)``), e.g. a stride-2 transposed convolution
+      pooled by 2 is a stride-1 convolution with 2 taps per dim, and the 8x larger output is never made.
+    Multiplies and adds of numbers or per-channel tensors between them commute with the pooling (a per-channel
+    term is its own average; under a ``divisor_override`` it weighs window size / divisor). Matches a fp32 convolution (a torch call or a CONV node, any groups) whose output
+    only that chain reads, pooled with kernel = stride, no padding, no dilation and no partial window; the new
+    weights are computed from ``W`` on every call (masks from index grids, one small kernel)."""
+    for wn in uses.live:
+        if wn.kind != WINDOW or wn.op != "avg" or len(wn.shape) < 3:
+            continue
+        src, keep = _unit_view_dims(wn, uses)
+        found = _linear_chain(src, wn if src is wn.args[0] else wn.args[0], uses)
+        if found is None:
+            continue
+        conv, chain = found
+        window: dict[str, Any] = {key: tuple(wn.attrs[key][i] for i in keep)
+                                  for key in ("kernel", "stride", "padding", "dilation")}
+        window["divisor_override"] = wn.attrs.get("divisor_override")
+        plan = _pooled_geometry(conv, window, tuple(wn.shape[i] for i in keep))
+        if plan is None:
+            continue
+        weights = _pooled_taps(lw, _as_plain_weights(lw, conv.args[1], conv), plan)
+        pooled = tuple(wn.shape[i] for i in keep)
+        total = _leading_all(lw, _convolution_like(lw, conv, conv.args[0], weights, plan), pooled)
+        share = math.prod(plan["pool"]) / plan["divisor"]  # 1 unless a divisor_override: an added term's weight
+        for how, arg in reversed(chain):  # innermost first; a per-channel term is its own average
+            if how in ("add", "sub") and share != 1:
+                arg = lw.pw("mul", arg, share) if isinstance(arg, Node) else arg * share
+            total = lw.pw(how, total, arg)
+        uses.replace(wn, lw.view(total, wn.shape))
+        return True
+    return False
+
+
+def _unit_view_dims(wn: Node, uses: _Uses) -> tuple[Node, list[int]]:
+    """(the value pooled, the window's dims that are its dims): through a reshape that only inserts size-1 dims
+    (``avg_pool1d`` is ``avg_pool2d`` of ``x.unsqueeze(-2)``), the window's other dims being size-1 copies."""
+    v = wn.args[0]
+    every = list(range(len(wn.shape)))
+    if v.kind != VIEW or v.attrs.get("how") != "reshape" or not uses.only_reader(v, wn):
+        return v, every
+    inner, outer, keep, i = v.args[0].shape, v.shape, [], 0
+    for j, size in enumerate(outer):
+        if i < len(inner) and inner[i] == size:
+            keep.append(j)
+            i += 1
+        elif size != 1:
+            return v, every
+    if i != len(inner) or any(wn.attrs["kernel"][j] != 1 or wn.attrs["padding"][j] for j in every if j not in keep):
+        return v, every
+    return v.args[0], keep
+
+
+def _pooled_geometry(conv: Node, window: dict[str, tuple[int, ...]], pooled: tuple[int, ...]) -> dict[str, Any] | None:
+    """The pooled convolution's geometry where :func:`convolution_of_pooled_weights` applies (``window``: the
+    pooling's kernel/stride/padding/dilation per dim of the convolution's output, ``pooled`` its output shape):
+    per spatial dim ``taps`` (new K), ``stride``, ``padding``, ``pool``, and ``shift`` (transposed: e_max), plus
+    ``divisor``, ``groups``, ``transposed`` and the original's per-dim tuples under ``orig``; else None."""
+    geo = conv.attrs.get("geometry") if conv.kind == EXTERN else (conv.attrs if conv.kind == CONV else None)
+    x, w = conv.args[:2]
+    nd = len(conv.shape) - 2
+    if not geo or len(geo["kernel"]) != nd or any(a.dtype != torch.float32 for a in (x, w, conv)) \
+            or len(pooled) != nd + 2:
+        return None
+    k, s, pad = window["kernel"], window["stride"], window["padding"]
+    if any((k[i], s[i], pad[i]) != (1, 1, 0) for i in range(2)) or any(d != 1 for d in window["dilation"]):
+        return None
+    pools = tuple(k[2:])
+    if any(s[2 + j] != pools[j] or pad[2 + j] or pooled[2 + j] != conv.shape[2 + j] // pools[j]
+           for j in range(nd)) or math.prod(pools) < 2 or pooled[:2] != conv.shape[:2]:
+        return None
+    taps, strides, pads, shifts = [], [], [], []
+    for j in range(nd):
+        p, st, pd, d, kk = pools[j], geo["stride"][j], geo["padding"][j], geo["dilation"][j], geo["kernel"][j]
+        if not geo["transposed"]:
+            taps.append(st * (p - 1) + d * (kk - 1) + 1)
+            strides.append(p * st)
+            pads.append(pd)
+            shifts.append(0)
+            continue
+        if p % st:
+            return None
+        e_min, e_max = -((pd + p - 1) // st), (d * (kk - 1) - pd) // st
+        if e_max < 0:
+            return None
+        taps.append(e_max - e_min + 1)
+        strides.append(p // st)
+        pads.append(e_max)
+        shifts.append(e_max)
+    if any((x.shape[2 + j] + 2 * pads[j] - taps[j]) // strides[j] + 1 < pooled[2 + j] for j in range(nd)):
+        return None  # too few outputs (a transposed convolution's cropping past its input): left alone
+    divisor = window.get("divisor_override") or math.prod(pools)
+    return {"taps": tuple(taps), "stride": tuple(strides), "padding": tuple(pads), "shift": tuple(shifts),
+            "pool": pools, "divisor": divisor, "groups": geo["groups"], "transposed": geo["transposed"],
+            "orig": geo}
+
+
+def _as_plain_weights(lw: Lowering, w: Node, conv: Node) -> Node:
+    """``w`` in a plain convolution's layout [Co, Ci/g, K...]: a transposed one's [Ci, Co/g, K...] regrouped."""
+    geo = conv.attrs.get("geometry") if conv.kind == EXTERN else conv.attrs
+    if not geo["transposed"]:
+        return w
+    g, ci, cog, kernel = geo["groups"], w.shape[0], w.shape[1], w.shape[2:]
+    nd = len(kernel)
+    grouped = lw.view(w, (g, ci // g, cog, *kernel))
+    return lw.view(lw.permute(grouped, [0, 2, 1, *range(3, 3 + nd)]), (g * cog, ci // g, *kernel))
+
+
+def _pooled_taps(lw: Lowering, w: Node, plan: dict[str, Any]) -> Node:
+    """The pooled convolution's weights [Co, Ci/g, taps...] from ``w`` [Co, Ci/g, K...] (plain layout): new tap
+    t gathers, per spatial dim, the old taps k that land on it, over 1 / divisor. One row kernel: ``w`` broadcast
+    to [Co, Ci/g, taps..., K...], masked by index grids (nothing stored), summed over the K dims."""
+    geo, nd = plan["orig"], len(plan["taps"])
+    co, cig, kernel = w.shape[0], w.shape[1], tuple(w.shape[2:])
+    wide = lw.expand(lw.view(w, (co, cig, *(1,) * nd, *kernel)), (co, cig, *plan["taps"], *kernel))
+    cur = wide
+    for j in range(nd):
+        t, k = _iota(lw, wide, 2 + j), _iota(lw, wide, 2 + nd + j)
+        s, p, pd, d = geo["stride"][j], plan["pool"][j], geo["padding"][j], geo["dilation"][j]
+        if geo["transposed"]:  # r = k d - P - s (e_max - t) in [0, p)
+            off = _shift(lw, lw.pw("add", _times(lw, k, d), _times(lw, t, s)), -pd - s * plan["shift"][j])
+            lim, step = p, 1
+        else:  # t - k d = r s with r in [0, p)
+            off, lim, step = lw.pw("sub", t, _times(lw, k, d)), s * p, s
+        cur = lw.pw("where", lw.pw("ge", off, 0, dtype=torch.bool), cur, 0.0)
+        cur = lw.pw("where", lw.pw("lt", off, lim, dtype=torch.bool), cur, 0.0)
+        if step > 1:
+            cur = lw.pw("where", lw.pw("eq", lw.pw("fmod", off, step), 0, dtype=torch.bool), cur, 0.0)
+    summed = lw.reduce("sum", cur, tuple(range(2 + nd, 2 + 2 * nd)), False)
+    return lw.pw("div", summed, float(plan["divisor"]))
+
+
+def _convolution_like(lw: Lowering, conv: Node, x: Node, w: Node, plan: dict[str, Any]) -> Node:
+    """A plain convolution of ``x`` with ``w`` (``plan``'s stride and padding, dilation 1), of ``conv``'s kind:
+    a torch call where ``conv`` was one, else a CONV node (the Triton implicit-GEMM family)."""
+    nd, groups = len(plan["taps"]), plan["groups"]
+    out = [(x.shape[2 + j] + 2 * plan["padding"][j] - plan["taps"][j]) // plan["stride"][j] + 1 for j in range(nd)]
+    shape = (x.shape[0], w.shape[0], *out)
+    geometry = {"kernel": plan["taps"], "stride": plan["stride"], "padding": plan["padding"],
+                "dilation": (1,) * nd, "output_padding": (0,) * nd, "groups": groups, "transposed": False}
+    if conv.kind == CONV:
+        return lw.g.add(Node(CONV, shape, torch.float32, args=(x, w), op="conv", attrs=geometry))
+    call = (f"F.conv{nd}d({{0}}, {{1}}, None, stride={plan['stride']}, padding={plan['padding']}, "
+            f"dilation={(1,) * nd}, groups={groups})")
+    val = torch.empty(shape, dtype=torch.float32, device="meta")
+    return lw.extern(call, (x, w), val, op="conv", geometry=geometry)
+
+
+def _leading_all(lw: Lowering, v: Node, shape: tuple[int, ...]) -> Node:
+    """``v`` cut to ``shape`` (the first entries of each dim where it is longer)."""
+    for dim, n in enumerate(shape):
+        v = _leading(lw, v, dim, n)
+    return v
+
+
 def _times(lw: Lowering, v: Node, c: int) -> Node:
     return v if c == 1 else lw.pw("mul", v, c)
 
@@ -521,5 +686,6 @@ REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("triangular-matmul", triangular_matmul),
     ("scalar-after-matmul", scalar_after_matmul),
     ("sum-before-convolution", sum_before_convolution),
+    ("convolution-of-pooled-weights", convolution_of_pooled_weights),
 )
 
