@@ -157,6 +157,16 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
                                                       "output_padding=1)", "x",
                                                       "return F.avg_pool2d(self.conv(x), 3, divisor_override=4)",
                                                       "[torch.randn(2, 3, 5, 6)]"), ["convolution-of-pooled-weights"]),
+    # leading identities of a scan concatenated after it: the scan of the padded input, one kernel
+    "exclusive_cumsum": (_problem("exclusive_cumsum", "pass", "x",
+                                  "c = torch.cumsum(x.narrow(dim=1, start=0, length=x.size(1) - 1), dim=1)\n"
+                                  "        return torch.cat((torch.zeros_like(x.select(1, 0).unsqueeze(1)), c), dim=1)",
+                                  "[torch.randn(5, 1037)]"), ["scan-of-padded-input"]),
+    "padded_cumprod_dim0": (_problem("padded_cumprod_dim0", "pass", "x",
+                                     "return torch.cat((x.new_ones(2, x.size(1)), torch.cumprod(x, dim=0)), dim=0)",
+                                     "[torch.rand(13, 7) + 0.5]"), ["scan-of-padded-input"]),
+    "pad_of_cumsum": (_problem("pad_of_cumsum", "pass", "x", "return F.pad(torch.cumsum(x, dim=-1), (3, 0)) * 2.0",
+                               "[torch.randn(3, 4, 29)]"), ["scan-of-padded-input"]),
 }
 
 # name -> problem where a rewrite almost applies but must not
@@ -222,6 +232,19 @@ NEAR_MISSES: dict[str, Problem] = {
     "conv_avgpool_ceil_partial": _problem("conv_avgpool_ceil_partial", "self.conv = nn.Conv2d(3, 5, 3)", "x",
                                           "return F.avg_pool2d(self.conv(x), 2, ceil_mode=True)",
                                           "[torch.randn(2, 3, 10, 9)]"),
+    "cumsum_after_ones": _problem("cumsum_after_ones", "pass", "x",
+                                  "return torch.cat((x.new_ones(x.size(0), 1), torch.cumsum(x, dim=1)), dim=1)",
+                                  "[torch.randn(5, 17)]"),
+    "cumsum_then_zeros": _problem("cumsum_then_zeros", "pass", "x",
+                                  "return torch.cat((torch.cumsum(x, dim=1), x.new_zeros(x.size(0), 1)), dim=1)",
+                                  "[torch.randn(5, 17)]"),
+    "zeros_across_the_scan": _problem("zeros_across_the_scan", "pass", "x",
+                                      "return torch.cat((x.new_zeros(1, 17), torch.cumsum(x, dim=1)), dim=0)",
+                                      "[torch.randn(5, 17)]"),
+    "cumsum_read_twice": _problem("cumsum_read_twice", "pass", "x",
+                                  "c = torch.cumsum(x, dim=1)\n"
+                                  "        return torch.cat((x.new_zeros(x.size(0), 1), c), dim=1), c",
+                                  "[torch.randn(5, 17)]"),
     "avgpool_over_rows": _problem("avgpool_over_rows", "self.linear = nn.Linear(37, 45)", "x",
                                   "return F.avg_pool1d(self.linear(x).t().unsqueeze(0), 5)",
                                   "[torch.randn(10, 37)]"),
@@ -371,3 +394,11 @@ def test_pooled_convolution_in_triton_matches_reference(tmp_path: Any) -> None:
     checked = run_on_interpreter(tmp_path, pairs)
     for name, result in checked.items():
         assert result["ok"], (name, result["detail"])
+
+
+def test_exclusive_cumsum_is_one_scan_kernel() -> None:
+    """The concatenation is the scan's prologue: one kernel reads x shifted and writes the output once."""
+    _, plan = _plan(FIRES["exclusive_cumsum"][0], {}, None)
+    assert [g.kind for g in plan.groups] == ["scan"]
+    _, plain = _plan(FIRES["exclusive_cumsum"][0], {"no_rewrites": True}, None)
+    assert [g.kind for g in plain.groups] == ["scan", "pointwise"]

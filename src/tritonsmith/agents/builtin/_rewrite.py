@@ -20,7 +20,8 @@ from collections.abc import Callable
 from typing import Any
 import torch
 
-from tritonsmith.agents.builtin._ir import CONV, EXTERN, MM, PW, REDUCE, VIEW, WINDOW, Graph, Lowering, Node
+from tritonsmith.agents.builtin._ir import (CONV, EXTERN, MM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lowering, Node,
+                                            is_fill)
 
 __all__ = ["REWRITES", "rewrite"]
 
@@ -648,6 +649,30 @@ def _leading_all(lw: Lowering, v: Node, shape: tuple[int, ...]) -> Node:
     return v
 
 
+def scan_of_padded_input(lw: Lowering, uses: _Uses) -> bool:
+    """``cat([c]*k, cumsum(v), d) == cumsum(cat([c]*k, v), d)`` with c the scan's identity (0 for a sum, 1 for a
+    product): k leading identities stay identities under the scan, and every later prefix is v's, shifted.
+
+    An exclusive cumulative sum (``cat(zeros, cumsum(x[:-1]))``) then reads the shifted input inside the scan
+    kernel (the concatenation joins it as prologue) instead of writing the scan and copying it into the
+    concatenation: one pass over memory instead of two. Matches a two-source ``cat`` along the scan's dim of a
+    fill of the identity and a sum or product scan that nothing else reads."""
+    for cat in uses.live:
+        if cat.kind != PW or cat.op != "cat" or len(cat.args) != 2:
+            continue
+        fill, sc = cat.args
+        d = cat.attrs["dim"]
+        if not (isinstance(fill, Node) and is_fill(fill) and isinstance(sc, Node) and sc.kind == SCAN
+                and tuple(sc.dims) == (d,) and sc.dtype == cat.dtype == fill.dtype and uses.only_reader(sc, cat)):
+            continue
+        if fill.attrs["value"] != {"sum": 0, "prod": 1}.get(sc.op, None):
+            continue
+        padded = lw.g.add(Node(PW, cat.shape, cat.dtype, args=(fill, sc.args[0]), op="cat", attrs={"dim": d}))
+        uses.replace(cat, lw.g.add(Node(SCAN, cat.shape, cat.dtype, args=(padded,), op=sc.op, dims=(d,))))
+        return True
+    return False
+
+
 def _times(lw: Lowering, v: Node, c: int) -> Node:
     return v if c == 1 else lw.pw("mul", v, c)
 
@@ -687,5 +712,6 @@ REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("scalar-after-matmul", scalar_after_matmul),
     ("sum-before-convolution", sum_before_convolution),
     ("convolution-of-pooled-weights", convolution_of_pooled_weights),
+    ("scan-of-padded-input", scan_of_padded_input),
 )
 
