@@ -58,10 +58,11 @@ CASES: dict[str, tuple[Problem, set[str]]] = {
         "fill_in_arithmetic",
         "x):\n        return x * torch.full_like(x, 3.0) + torch.ones_like(x) - torch.zeros(7, device=x.device)",
         "[torch.randn(5, 7)]"), {"pointwise"}),
+    # the concatenation is the scan's prologue (rewrite scan-of-padded-input): one kernel
     "exclusive_cumsum": (_problem("exclusive_cumsum", _EXCLUSIVE, "[torch.rand(3, 2500)]", ", dim", "[1]"),
-                         {"scan", "pointwise"}),
+                         {"scan"}),
     "exclusive_cumsum_dim0": (_problem("exclusive_cumsum_dim0", _EXCLUSIVE, "[torch.rand(9, 5, 3)]", ", dim", "[0]"),
-                              {"scan", "pointwise"}),
+                              {"scan"}),
     "cat_then_elementwise": (_problem(
         "cat_then_elementwise", "x, y):\n        return torch.tanh(torch.cat([x, torch.relu(y)], 0) * 0.5) + x.mean()",
         "[torch.randn(3, 5), torch.randn(4, 5)]"), {"pointwise"}),
@@ -107,7 +108,7 @@ def test_cat_and_fill_match_reference_on_interpreter(name: str, generated: dict[
 def test_fills_are_inlined_and_sources_loaded_by_range(generated: dict[str, Candidate]) -> None:
     """A fill reads no memory (its value is a constant block); each cat source is a masked load of its range."""
     src = generated["exclusive_cumsum"].source or ""
-    cat = src.split("def _pointwise_0_kernel(", 1)[1].split("\n\n\n", 1)[0]
+    cat = src.split("def _scan_0_kernel(", 1)[1].split("\n\n\n", 1)[0]  # the cat is the scan's prologue
     assert cat.count("tl.load(") == 1 and "tl.full(lin.shape, 0.0, tl.float32)" in cat
     assert re.search(r"sel\d+_1 = \(c\d+ >= 1\)  #", cat)  # the scan's values start at index 1 along the cat dim
     fills = generated["cat_fills"].source or ""
