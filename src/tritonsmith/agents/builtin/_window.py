@@ -40,49 +40,31 @@ def _dims(n: Node, x: Node, strides: tuple[int, ...]) -> tuple[list[tuple[int, i
     return lead, wins
 
 
-def _index_lines(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int) -> tuple[list[str], str]:
-    """Lines splitting the flat output index ``lin`` into window starts ``start{j}``; returns them and
-    the expression of the leading dims' input offset."""
+def _index_lines(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int,
+                 by_row: bool = False) -> tuple[list[str], str]:
+    """Lines splitting the output index into window starts ``start{j}``; returns them and the expression of the
+    leading dims' input offset. The flat index ``lin``; or, ``by_row``, a program's ``row`` (the index over every
+    dim but the last window dim) and its lanes' ``col`` along that dim: then only the last start varies along
+    the lanes, and the others are per-program values (no division or modulo per element)."""
     lines: list[str] = []
     inner = 1
+    idx = "row" if by_row else "lin"
     for j in range(len(wins) - 1, -1, -1):
         dim = wins[j]
-        q = "lin" if inner == 1 else f"(lin // {inner})"
-        o = q if j == 0 and not lead else f"({q} % {dim.o})"
+        lanes = by_row and j == len(wins) - 1
+        q = idx if inner == 1 else f"({idx} // {inner})"
+        o = "col" if lanes else q if j == 0 and not lead else f"({q} % {dim.o})"
         start = o if dim.s == 1 else f"{o} * {dim.s}"
-        lines.insert(0, f"start{j} = {start}" + (f" - {dim.p}" if dim.p else "") +
+        # by row, a per-program start is held as a vector: masks combine it with the lanes' (Triton's
+        # interpreter rejects a vector mask and-ed with a scalar one)
+        held = " + tl.zeros_like(col)" if by_row and not lanes else ""
+        lines.insert(0, f"start{j} = {start}" + (f" - {dim.p}" if dim.p else "") + held +
                      f"  # first input position of the window along pooled dim {j}")
-        inner *= dim.o
+        inner *= 1 if lanes else dim.o
     if not lead:
         return lines, str(offset)
-    lines.append(f"q = lin // {inner}  # index over the leading (copied) dims")
-    shape = tuple(s for s, _ in lead)
-    return lines, offset_expr("q", shape, tuple(st for _, st in lead), offset)
-
-
-def _index_lines_by_row(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int) -> tuple[list[str], str]:
-    """:func:`_index_lines` for a program that holds one output row (``row``: the index over every dim but the
-    last window dim) and BLOCK of its columns (``col``): only the last dim's start varies along the lanes; the
-    other dims' starts are per-program scalars (no division or modulo per element)."""
-    last = wins[-1]
-    lines = [f"start{len(wins) - 1} = col" + (f" * {last.s}" if last.s != 1 else "") +
-             (f" - {last.p}" if last.p else "") + f"  # first input position of the window along pooled dim "
-             f"{len(wins) - 1}"]
-    inner = 1
-    for j in range(len(wins) - 2, -1, -1):
-        dim = wins[j]
-        q = "row" if inner == 1 else f"(row // {inner})"
-        o = q if j == 0 and not lead else f"({q} % {dim.o})"
-        start = o if dim.s == 1 else f"{o} * {dim.s}"
-        # one value per program, held as a vector: masks combine it with the lanes' (Triton's interpreter
-        # rejects a vector mask and-ed with a scalar one)
-        lines.insert(0, f"start{j} = {start}" + (f" - {dim.p}" if dim.p else "") + " + tl.zeros_like(col)"
-                     f"  # first input position of the window along pooled dim {j}")
-        inner *= dim.o
-    if not lead:
-        return lines, str(offset)
-    lines.append(f"q = row // {inner}  # index over the leading (copied) dims" if inner != 1 else
-                 "q = row  # index over the leading (copied) dims")
+    lines.append(f"q = {idx} // {inner}  # index over the leading (copied) dims" if inner != 1 else
+                 f"q = {idx}  # index over the leading (copied) dims")
     shape = tuple(s for s, _ in lead)
     return lines, offset_expr("q", shape, tuple(st for _, st in lead), offset)
 
@@ -163,7 +145,7 @@ def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     walk = channel_fastest_lines(g, x, strides)  # net-cl: channel-fastest lanes
     block = int(cfg.get("BLOCK", 1024))
     rows = bool(cfg.get("rows")) and not walk and by_rows(g, block)
-    idx, base_off = (_index_lines_by_row if rows else _index_lines)(lead, wins, offset)
+    idx, base_off = _index_lines(lead, wins, offset, by_row=rows)
     fp32 = ".to(tl.float32)"
     body = idx + _window_loops(n, wins, ptr, base_off, fp32)
     if n.op == "max":
