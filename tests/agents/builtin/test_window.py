@@ -58,3 +58,10 @@ def test_window_rows_matches_reference(tmp_path: Path) -> None:
 def test_window_rows_is_not_offered_for_short_rows(shape: str) -> None:
     problem = _problem("short", "F.max_pool1d(x, 3)" if shape.count(",") == 2 else "F.avg_pool2d(x, 2)", shape)
     assert all(v.key != "window-rows" for v in menu_for(problem, None)[0])
+
+
+def test_window_rows_is_not_offered_for_a_depthwise_convolution() -> None:
+    """A depthwise convolution is a window group too, written by its own kernel: no rows option, and it plans."""
+    problem = _problem("dw_long", "self.dw(x)", "2, 4, 2101", "self.dw = nn.Conv1d(4, 4, 3, padding=1, groups=4)")
+    menu = menu_for(problem, None)[0]
+    assert menu and all(v.key != "window-rows" for v in menu)

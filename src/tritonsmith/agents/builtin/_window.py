@@ -74,6 +74,8 @@ def by_rows(g: Group, block: int) -> bool:
     a row-major output whose last windowed dim has at least two blocks of outputs, and few enough blocks for
     the grid's second axis."""
     n = g.nodes[0]
+    if n.op not in ("max", "avg"):  # a depthwise convolution's window group has its own kernel (_dwconv.py)
+        return False
     _, wins = _dims(n, n.args[0], (0,) * len(n.shape))  # strides do not matter to the dims
     o = wins[-1].o
     return 2 * block <= o and -(-o // block) <= 65535
