@@ -19,7 +19,6 @@ from tritonsmith.agents.builtin._partition import (
     CONVS, MATMUL, POINTWISE, ROW, SCANS, TORCH, WINDOWS, Group, Plan,
 )
 from tritonsmith.agents.builtin._rowkernel import TARGET_PROGRAMS, split_plan
-from tritonsmith.agents.builtin._window import by_rows
 from tritonsmith.core.results import EvalStatus
 
 __all__ = ["Variant", "choose_variant", "group_config", "remaining", "variant_menu"]
@@ -295,11 +294,6 @@ def variant_menu(plan: Plan) -> list[Variant]:
     if ROW in kinds:
         menu += _row_variants(plan, base_opts)
     if WINDOWS in kinds:
-        if any(g.kind == WINDOWS and by_rows(g, 1024) for g in plan.groups):
-            # long output rows (1-D pooling over 65K positions): the flat index's per-element division and modulo
-            # by the row length go, and each program's loads walk one row
-            menu.append(Variant("window-rows", "one output row per program row, 1024 of its outputs per program",
-                                base_opts, {WINDOWS: {"rows": True}}))
         menu += [Variant("window-256", "256 outputs per program, 2 warps (more programs for big windows)", base_opts,
                          {WINDOWS: {"BLOCK": 256, "num_warps": 2}}),
                  Variant("window-4096", "4096 outputs per program, 8 warps", base_opts,

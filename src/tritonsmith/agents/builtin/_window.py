@@ -16,7 +16,7 @@ from tritonsmith.agents.builtin._ir import Node, numel
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, WindowDim, channel_fastest_lines
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
 
-__all__ = ["by_rows", "window_kernel"]
+__all__ = ["window_kernel"]
 
 
 def _dims(n: Node, x: Node, strides: tuple[int, ...]) -> tuple[list[tuple[int, int]], list[WindowDim]]:
@@ -40,45 +40,24 @@ def _dims(n: Node, x: Node, strides: tuple[int, ...]) -> tuple[list[tuple[int, i
     return lead, wins
 
 
-def _index_lines(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int,
-                 by_row: bool = False) -> tuple[list[str], str]:
-    """Lines splitting the output index into window starts ``start{j}``; returns them and the expression of the
-    leading dims' input offset. The flat index ``lin``; or, ``by_row``, a program's ``row`` (the index over every
-    dim but the last window dim) and its lanes' ``col`` along that dim: then only the last start varies along
-    the lanes, and the others are per-program values (no division or modulo per element)."""
+def _index_lines(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int) -> tuple[list[str], str]:
+    """Lines splitting the flat output index ``lin`` into window starts ``start{j}``; returns them and
+    the expression of the leading dims' input offset."""
     lines: list[str] = []
     inner = 1
-    idx = "row" if by_row else "lin"
     for j in range(len(wins) - 1, -1, -1):
         dim = wins[j]
-        lanes = by_row and j == len(wins) - 1
-        q = idx if inner == 1 else f"({idx} // {inner})"
-        o = "col" if lanes else q if j == 0 and not lead else f"({q} % {dim.o})"
+        q = "lin" if inner == 1 else f"(lin // {inner})"
+        o = q if j == 0 and not lead else f"({q} % {dim.o})"
         start = o if dim.s == 1 else f"{o} * {dim.s}"
-        # by row, a per-program start is held as a vector: masks combine it with the lanes' (Triton's
-        # interpreter rejects a vector mask and-ed with a scalar one)
-        held = " + tl.zeros_like(col)" if by_row and not lanes else ""
-        lines.insert(0, f"start{j} = {start}" + (f" - {dim.p}" if dim.p else "") + held +
+        lines.insert(0, f"start{j} = {start}" + (f" - {dim.p}" if dim.p else "") +
                      f"  # first input position of the window along pooled dim {j}")
-        inner *= 1 if lanes else dim.o
+        inner *= dim.o
     if not lead:
         return lines, str(offset)
-    lines.append(f"q = {idx} // {inner}  # index over the leading (copied) dims" if inner != 1 else
-                 f"q = {idx}  # index over the leading (copied) dims")
+    lines.append(f"q = lin // {inner}  # index over the leading (copied) dims")
     shape = tuple(s for s, _ in lead)
     return lines, offset_expr("q", shape, tuple(st for _, st in lead), offset)
-
-
-def by_rows(g: Group, block: int) -> bool:
-    """Whether a window group can run one output row per program (:func:`window_kernel`'s ``rows`` option):
-    a row-major output whose last windowed dim has at least two blocks of outputs, and few enough blocks for
-    the grid's second axis."""
-    n = g.nodes[0]
-    if n.op not in ("max", "avg"):  # a depthwise convolution's window group has its own kernel (_dwconv.py)
-        return False
-    _, wins = _dims(n, n.args[0], (0,) * len(n.shape))  # strides do not matter to the dims
-    o = wins[-1].o
-    return 2 * block <= o and -(-o // block) <= 65535
 
 
 def _window_loops(n: Node, wins: list[WindowDim], ptr: str, base: str, fp32: str) -> list[str]:
@@ -144,10 +123,8 @@ def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     ptr = w.base_ptr(base)
     w.check_size(g.numel)
     lead, wins = _dims(n, x, strides)
+    idx, base_off = _index_lines(lead, wins, offset)
     walk = channel_fastest_lines(g, x, strides)  # net-cl: channel-fastest lanes
-    block = int(cfg.get("BLOCK", 1024))
-    rows = bool(cfg.get("rows")) and not walk and by_rows(g, block)
-    idx, base_off = _index_lines(lead, wins, offset, by_row=rows)
     fp32 = ".to(tl.float32)"
     body = idx + _window_loops(n, wins, ptr, base_off, fp32)
     if n.op == "max":
@@ -158,6 +135,7 @@ def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
     for node in g.nodes[1:]:
         w.pointwise_line(node, body, cache)
     body += [w.store(o, FULL) for o in g.outputs]
+    block = int(cfg.get("BLOCK", 1024))
     pid = "tl.program_id(0).to(tl.int64)" if w.idx64 else "tl.program_id(0)"
     vol = numel(tuple(d.k for d in wins))
     title = (f"{'Max' if n.op == 'max' else 'Average'} pooling of {list(x.shape)} -> {list(n.shape)} "
@@ -165,18 +143,10 @@ def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
              f"{'-inf' if n.op == 'max' else '0'}), fp32 accumulation, then {len(g.nodes) - 1} fused ops. "
              "One program per BLOCK contiguous outputs: out[o] = reduce over k of x[o * stride - padding + "
              "k * dilation] per pooled dim.")
-    if rows:  # one output row per program along axis 0, BLOCK of its columns per program along axis 1
-        o = wins[-1].o
-        head = [f"row = {pid}", "col = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)",
-                f"mask = col < {o}", f"lin = row * {o} + col"]
-        grid = f"({w.size(g.numel // o)}, triton.cdiv({o}, {block}))"
-        title = title.replace("One program per BLOCK contiguous outputs", "One program per BLOCK outputs of one row")
-    else:
-        head = [f"lin = {pid} * BLOCK + tl.arange(0, BLOCK)", f"mask = lin < {w.size(g.numel)}"]
-        grid = f"(triton.cdiv({w.size(g.numel)}, {block}),)"
-    src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):", w.docstring(title)] + \
-        [f"    {line}" for line in head + walk + body]
-    launcher = w.launcher(grid,
+    src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):", w.docstring(title),
+           f"    lin = {pid} * BLOCK + tl.arange(0, BLOCK)",
+           f"    mask = lin < {w.size(g.numel)}"] + [f"    {line}" for line in walk + body]
+    launcher = w.launcher(f"(triton.cdiv({w.size(g.numel)}, {block}),)",
                           {"BLOCK": block, "num_warps": int(cfg.get("num_warps", 4))},
                           f"Launch {name}_kernel: {n.op} pooling + {len(g.nodes) - 1} fused elementwise ops.")
     return KernelSource(name, "\n".join(src) + "\n", launcher, w.bases, list(g.outputs), w.helpers)
