@@ -395,7 +395,7 @@ def sum_before_convolution(lw: Lowering, uses: _Uses) -> bool:
         if found is None:
             continue
         conv, chain = found
-        geo = conv.attrs.get("geometry") if conv.kind == EXTERN else (conv.attrs if conv.kind == CONV else None)
+        geo = _geometry(conv)
         x, w = conv.args[:2]
         summed = tuple(d - 2 for d in r.dims)
         if not geo or geo["groups"] != 1 or any(a.dtype != torch.float32 for a in (x, w, conv)) \
@@ -420,6 +420,26 @@ def _linear_chain(y: Node, reader: Node, uses: _Uses) -> tuple[Node, list[tuple[
         return n if (n.kind == EXTERN and n.attrs.get("op") in ("conv", "conv_transpose")) or n.kind == CONV else None
 
     return _chain_to(y, reader, uses, convolution, _per_channel, ("add", "sub", "mul", "div"))
+
+
+def _geometry(conv: Node) -> dict[str, Any] | None:
+    """A convolution's kernel/stride/padding/dilation/output_padding per spatial dim, groups and transposed: a
+    torch call's ``geometry`` attr, a CONV node's own attrs; None for anything else."""
+    return conv.attrs.get("geometry") if conv.kind == EXTERN else (conv.attrs if conv.kind == CONV else None)
+
+
+def _torch_convolution(lw: Lowering, x: Node, w: Node, shape: tuple[int, ...], geometry: dict[str, Any]) -> Node:
+    """A torch (cuDNN) convolution call of ``x`` with ``w`` (no bias) under ``geometry`` (per spatial dim, as
+    :func:`_geometry` gives it), writing ``shape``: an extern node that carries its geometry."""
+    g, d = geometry, len(geometry["kernel"])
+    if g["transposed"]:
+        call = (f"F.conv_transpose{d}d({{0}}, {{1}}, None, stride={g['stride']}, padding={g['padding']}, "
+                f"output_padding={g['output_padding']}, groups={g['groups']}, dilation={g['dilation']})")
+    else:
+        call = (f"F.conv{d}d({{0}}, {{1}}, None, stride={g['stride']}, padding={g['padding']}, "
+                f"dilation={g['dilation']}, groups={g['groups']})")
+    val = torch.empty(shape, dtype=torch.float32, device="meta")
+    return lw.extern(call, (x, w), val, op="conv_transpose" if g["transposed"] else "conv", geometry=geometry)
 
 
 def _per_channel(b: Node, shape: tuple[int, ...]) -> bool:
@@ -472,16 +492,8 @@ def _convolution_of_tap_sums(lw: Lowering, sums: Node, w: Node, out_shape: tuple
         co = w.shape[0]
         wk = lw.view(lw.permute(w, [0, 1, *(2 + j for j in summed), *(2 + j for j in rest)]), (co, chans, *krest))
     sub = {key: tuple(geo[key][j] for j in rest) for key in ("stride", "padding", "dilation", "output_padding")}
-    d = len(rest)
-    if geo["transposed"]:
-        call = (f"F.conv_transpose{d}d({{0}}, {{1}}, None, stride={sub['stride']}, padding={sub['padding']}, "
-                f"output_padding={sub['output_padding']}, groups=1, dilation={sub['dilation']})")
-    else:
-        call = (f"F.conv{d}d({{0}}, {{1}}, None, stride={sub['stride']}, padding={sub['padding']}, "
-                f"dilation={sub['dilation']}, groups=1)")
-    val = torch.empty((n, co, *(out_shape[2 + j] for j in rest)), dtype=torch.float32, device="meta")
-    return lw.extern(call, (inp, wk), val, op="conv_transpose" if geo["transposed"] else "conv",
-                     geometry={"kernel": krest, **sub, "groups": 1, "transposed": geo["transposed"]})
+    return _torch_convolution(lw, inp, wk, (n, co, *(out_shape[2 + j] for j in rest)),
+                              {"kernel": krest, **sub, "groups": 1, "transposed": geo["transposed"]})
 
 
 def convolution_of_pooled_weights(lw: Lowering, uses: _Uses) -> bool:
@@ -512,11 +524,11 @@ def convolution_of_pooled_weights(lw: Lowering, uses: _Uses) -> bool:
         window: dict[str, Any] = {key: tuple(wn.attrs[key][i] for i in keep)
                                   for key in ("kernel", "stride", "padding", "dilation")}
         window["divisor_override"] = wn.attrs.get("divisor_override")
-        plan = _pooled_geometry(conv, window, tuple(wn.shape[i] for i in keep))
+        pooled = tuple(wn.shape[i] for i in keep)
+        plan = _pooled_geometry(conv, window, pooled)
         if plan is None:
             continue
-        weights = _pooled_taps(lw, _as_plain_weights(lw, conv.args[1], conv), plan)
-        pooled = tuple(wn.shape[i] for i in keep)
+        weights = _pooled_taps(lw, _as_plain_weights(lw, conv.args[1], plan), plan)
         total = _leading_all(lw, _convolution_like(lw, conv, conv.args[0], weights, plan), pooled)
         share = math.prod(plan["pool"]) / plan["divisor"]  # 1 unless a divisor_override: an added term's weight
         for how, arg in reversed(chain):  # innermost first; a per-channel term is its own average
@@ -552,7 +564,7 @@ def _pooled_geometry(conv: Node, window: dict[str, tuple[int, ...]], pooled: tup
     pooling's kernel/stride/padding/dilation per dim of the convolution's output, ``pooled`` its output shape):
     per spatial dim ``taps`` (new K), ``stride``, ``padding``, ``pool``, and ``shift`` (transposed: e_max), plus
     ``divisor``, ``groups``, ``transposed`` and the original's per-dim tuples under ``orig``; else None."""
-    geo = conv.attrs.get("geometry") if conv.kind == EXTERN else (conv.attrs if conv.kind == CONV else None)
+    geo = _geometry(conv)
     x, w = conv.args[:2]
     nd = len(conv.shape) - 2
     if not geo or len(geo["kernel"]) != nd or any(a.dtype != torch.float32 for a in (x, w, conv)) \
@@ -591,12 +603,11 @@ def _pooled_geometry(conv: Node, window: dict[str, tuple[int, ...]], pooled: tup
             "orig": geo}
 
 
-def _as_plain_weights(lw: Lowering, w: Node, conv: Node) -> Node:
+def _as_plain_weights(lw: Lowering, w: Node, plan: dict[str, Any]) -> Node:
     """``w`` in a plain convolution's layout [Co, Ci/g, K...]: a transposed one's [Ci, Co/g, K...] regrouped."""
-    geo = conv.attrs.get("geometry") if conv.kind == EXTERN else conv.attrs
-    if not geo["transposed"]:
+    if not plan["transposed"]:
         return w
-    g, ci, cog, kernel = geo["groups"], w.shape[0], w.shape[1], w.shape[2:]
+    g, ci, cog, kernel = plan["groups"], w.shape[0], w.shape[1], w.shape[2:]
     nd = len(kernel)
     grouped = lw.view(w, (g, ci // g, cog, *kernel))
     return lw.view(lw.permute(grouped, [0, 2, 1, *range(3, 3 + nd)]), (g * cog, ci // g, *kernel))
@@ -636,10 +647,7 @@ def _convolution_like(lw: Lowering, conv: Node, x: Node, w: Node, plan: dict[str
                 "dilation": (1,) * nd, "output_padding": (0,) * nd, "groups": groups, "transposed": False}
     if conv.kind == CONV:
         return lw.g.add(Node(CONV, shape, torch.float32, args=(x, w), op="conv", attrs=geometry))
-    call = (f"F.conv{nd}d({{0}}, {{1}}, None, stride={plan['stride']}, padding={plan['padding']}, "
-            f"dilation={(1,) * nd}, groups={groups})")
-    val = torch.empty(shape, dtype=torch.float32, device="meta")
-    return lw.extern(call, (x, w), val, op="conv", geometry=geometry)
+    return _torch_convolution(lw, x, w, shape, geometry)
 
 
 def _leading_all(lw: Lowering, v: Node, shape: tuple[int, ...]) -> Node:
