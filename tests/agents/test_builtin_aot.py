@@ -34,12 +34,16 @@ PROBLEMS = {
     "window": ("return torch.tanh(F.max_pool2d(x, 3, stride=2, padding=1)) + F.avg_pool2d(x, 2, 2).mean()",
                "[torch.randn(3, 5, 67, 71)]", {"window", "row", "pointwise"}),
     "scan": ("return torch.cumsum(x, dim=1) * 2.0", "[torch.randn(31, 5003)]", {"scan"}),
+    # the chain before the pooling runs per tap inside the window kernel (its prologue), bias per channel
+    "window_prologue": ("return F.max_pool2d(F.hardswish(self.conv(x) - 0.5), 2)", "[torch.randn(3, 5, 67, 71)]",
+                        {"window"}),
     "dwconv": ("return torch.relu(self.conv(x))", "[torch.randn(2, 6, 33, 35)]", {"window"}),
     # a DenseNet block's BatchNorm over the concatenation of many layers' outputs (41 sources)
     "dense_cat": ("return torch.relu(self.bn(torch.cat([x] + [c(x) for c in self.convs], 1)))",
                   "[torch.randn(4, 64, 28, 29)]", {"row"}),
 }
 INIT = {"dwconv": "self.conv = nn.Conv2d(6, 12, 3, padding=1, groups=6)",
+        "window_prologue": "self.conv = nn.Conv2d(5, 8, 3)",
         "linear_bias": "self.fc = nn.Linear(1031, 8191)",
         "dense_cat": "self.convs = nn.ModuleList(nn.Conv2d(64, 32, 1, bias=False) for _ in range(30))\n"
                      "        self.bn = nn.BatchNorm2d(64 + 30 * 32)"}

@@ -53,11 +53,31 @@ CASES: dict[str, tuple[Problem, set[str]]] = {
         "x, z):\n        return (torch.sigmoid(F.max_pool2d(x, 2)) * self.scale + 0.5,\n"
         "                torch.relu(F.avg_pool1d(z, 3, 2, 1)) - 1.0)",
         "[torch.randn(2, 3, 11, 13), torch.randn(2, 3, 17)]"), {"window"}),
-    "pool_of_strided_views": (_problem(  # the window reads through the view's strides; a prologue stays apart
+    "pool_of_strided_views": (_problem(  # the window reads through the view's strides; relu - 0.5 is a prologue
         "pool_of_strided_views", "        pass",
         "x, z):\n        return (F.avg_pool2d(x.transpose(2, 3), 2, 1, 1, count_include_pad=False),\n"
         "                F.max_pool1d(torch.relu(z) - 0.5, 3, 2))",
-        "[torch.randn(2, 3, 11, 13), torch.randn(2, 3, 17)]"), {"window", "pointwise"}),
+        "[torch.randn(2, 3, 11, 13), torch.randn(2, 3, 17)]"), {"window"}),
+    # prologues: the chain is computed per tap. -(x*x) - 1 peaks at the padding's 0 (-1), so computing the chain
+    # on padded taps (instead of pooling -inf / 0 there) changes every border output
+    "prologue_padded_max_avg": (_problem(
+        "prologue_padded_max_avg", "        pass",
+        "x, z):\n        return (F.max_pool2d(-(x * x) - 1.0, 3, 2, 1),\n"
+        "                F.avg_pool2d(-(z * z) - 1.0, 3, 2, 1, count_include_pad=True))",
+        "[torch.randn(2, 3, 11, 13), torch.randn(2, 3, 11, 13)]"), {"window"}),
+    "prologue_two_inputs_per_channel": (_problem(
+        "prologue_two_inputs_per_channel", "        self.scale = nn.Parameter(torch.randn(3, 1, 1))",
+        "x, y):\n        return torch.tanh(F.avg_pool2d(torch.relu(x + y) * self.scale - 0.25, 2))",
+        "[torch.randn(2, 3, 11, 13), torch.randn(2, 3, 11, 13)]"), {"window"}),
+    "prologue_overlapping_3d": (_problem(
+        "prologue_overlapping_3d", "        self.bias = nn.Parameter(torch.randn(3, 1, 1, 1))",
+        "x):\n        return F.max_pool3d(torch.sigmoid(x + self.bias) * 2.0, (2, 3, 2), stride=(1, 2, 2), "
+        "dilation=(1, 2, 1))",
+        "[torch.randn(2, 3, 5, 7, 9)]"), {"window"}),
+    "prologue_value_read_twice": (_problem(  # the chain's value is also summed: it is stored, not a prologue
+        "prologue_value_read_twice", "        pass",
+        "x):\n        y = torch.relu(x) - 0.5\n        return F.max_pool2d(y, 2), y * 3.0",
+        "[torch.randn(2, 3, 11, 13)]"), {"window", "pointwise"}),
     "cumsum_dims": (_problem(
         "cumsum_dims", "        pass",
         "x, y, z):\n        return torch.cumsum(x, dim=0), torch.cumsum(y, dim=1), torch.cumsum(z, dim=-1)",
@@ -126,6 +146,27 @@ def test_window_kernel_shape(generated: dict[str, Candidate]) -> None:
     assert "_sigmoid(" in _kernel(chain, "_window_0_kernel") and "# self.scale[3, 1, 1]" in _kernel(chain,
                                                                                                   "_window_0_kernel")
     assert "tl.maximum(v" in _kernel(chain, "_window_1_kernel")  # relu after the average pooling
+
+
+def test_window_prologue_is_computed_per_tap(generated: dict[str, Candidate]) -> None:
+    """The elementwise chain before a pooling window runs inside the window kernel, at every tap, reading the
+    chain's own inputs (no stored intermediate); padded taps pool -inf / 0, never the chain's value there."""
+    for name in ("prologue_padded_max_avg", "prologue_two_inputs_per_channel", "prologue_overlapping_3d",
+                 "pool_of_strided_views"):
+        src = generated[name].source or ""
+        assert "_pointwise_" not in src, name
+    padded = generated["prologue_padded_max_avg"].source or ""
+    for k in ("_window_0_kernel", "_window_1_kernel"):
+        body = _kernel(padded, k)
+        assert "prologue" in body and re.search(r"t_ = tl\.where\(m\d, v\d+\.to\(tl\.float32\), ", body), body
+    two = _kernel(generated["prologue_two_inputs_per_channel"].source or "", "_window_0_kernel")
+    assert two.count("tl.load(") == 3 and "t_ = v" in two  # x, y and the scale; no padding to mask
+    # the per-channel scale is the same across a window: loaded once per output, before the window's loops
+    assert two.split("tl.static_range(")[0].count("tl.load(") == 1 and "# self.scale[3, 1, 1]" in two
+    over = _kernel(generated["prologue_overlapping_3d"].source or "", "_window_0_kernel")
+    assert "# self.bias[3, 1, 1, 1]" in over.split("tl.static_range(")[0]
+    kept = generated["prologue_value_read_twice"].source or ""
+    assert "prologue" not in _kernel(kept, "_window_0_kernel")
 
 
 def test_scan_rows_span_several_blocks(generated: dict[str, Candidate]) -> None:

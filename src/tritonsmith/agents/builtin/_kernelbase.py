@@ -20,7 +20,7 @@ from tritonsmith.agents.builtin._exprs import (TL_DTYPE, Digits, broadcast_strid
                                               pw_expr)
 from tritonsmith.agents.builtin._ir import (REDUCE, VIEW, Lead, Node, NotGeneric, UnsupportedError, contiguous_strides,
                                            is_fill, numel)
-from tritonsmith.agents.builtin._partition import (FULL, KEPT, ROW, Group, Plan, RowDomain, layout, layout_at,
+from tritonsmith.agents.builtin._partition import (FULL, KEPT, PRO, ROW, Group, Plan, RowDomain, layout, layout_at,
                                                   resolve_base)
 
 IDX64_AT = (1 << 31) - (1 << 24)
@@ -62,6 +62,9 @@ class KernelWriter:
         # shape-generic: the kernel takes the leading size ``lead`` at run time (None: the reference's shapes)
         self.lead: Lead | None = plan.lead if plan.lead is not None and any(
             plan.lead.batched(a) for n in group.nodes for a in (n, *n.node_args())) else None
+        # the row-major index (and its mask) full-rank values are read at: the group's own ``lin``, or a window
+        # prologue's tap (``_window``: the elementwise chain before a pooling window, computed per tap)
+        self.full_index: tuple[str, str] = ("lin", "mask")
 
     def size(self, value: int, scaled: bool = True) -> str:
         """Size ``value`` (at the reference's shapes) as kernel or launcher text: the literal, or ``lead * c``
@@ -112,14 +115,14 @@ class KernelWriter:
             return f"v{a.id}"
         fill = resolve_base(a, self.plan.owner)
         if is_fill(fill):  # a constant: a block of its value, nothing to load
-            return fill_expr(fill, "lin" if rank == FULL else "k")
+            return fill_expr(fill, self.full_index[0] if rank == FULL else "k")
         if rank == FULL and self._per_row(a, use):  # a row's own value (BatchNorm's weight): by row, not element
             return self.value(a, self.g.domain.kept_shape, KEPT, lines, cache, as_float)  # type: ignore[union-attr]
-        key = (a.id, use, rank)
+        idx, mask = self.full_index if rank == FULL else ("k", "kmask")
+        key = (a.id, use, rank, idx)
         if key not in cache:
             base, strides, off = layout(a, self.plan.owner)
             ptr = self.base_ptr(base)
-            idx, mask = ("lin", "mask") if rank == FULL else ("k", "kmask")
             bstrides = broadcast_strides(a.shape, strides, use)
             texts = self.lead_layout(a, use, bstrides, off)
             if self.order is not None and rank == FULL:
@@ -127,7 +130,7 @@ class KernelWriter:
                 texts = (tuple(texts[0][d] for d in self.order), texts[1])
             moved = self._moved_lead(use, a) if rank == FULL and self.order is None else None
             if moved:
-                offs = self._moved_offset(a, use, texts, moved)
+                offs = self._moved_offset(a, use, texts, moved, idx)
             elif texts != (bstrides, off):  # a stride or the offset holds the leading size (attention's q, k, v)
                 offs = offset_text(idx, use, *texts)
             else:
@@ -159,7 +162,7 @@ class KernelWriter:
         return d or None
 
     def _moved_offset(self, a: Node, use: tuple[int, ...], texts: tuple[tuple[int | str, ...], int | str],
-                      d: int) -> str:
+                      d: int, idx: str = "lin") -> str:
         """``a``'s offset for row-major index ``lin`` of ``use`` whose dimension ``d`` is ``lead * c`` at run time,
         through ``a``'s strides and offset as ``lead_layout`` writes them."""
         lead = self.lead
@@ -170,8 +173,8 @@ class KernelWriter:
                              f"the leading size, as dimension {lead.dim_in(a, len(use))} of elements "
                              f"whose dimension {d} does")
         if texts == self._contiguous_texts(a, use, d):  # the row-major index itself, as a kernel's own output
-            return "lin"
-        return offset_text("lin", tuple(sizes), *texts)
+            return idx
+        return offset_text(idx, tuple(sizes), *texts)
 
     def _contiguous_texts(self, a: Node, use: tuple[int, ...], d: int) -> tuple[tuple[int | str, ...], int | str]:
         """The strides (as ``lead_layout`` writes them) of a contiguous tensor of ``use``, whose dimension ``d`` is
@@ -228,7 +231,7 @@ class KernelWriter:
         return all(bstrides[d] == 0 for d in dom.dims) and any(bstrides[d] for d in range(len(use)))
 
     def pointwise_line(self, n: Node, lines: list[str], cache: dict[Any, str]) -> None:
-        rank = self.g.rank[n.id]
+        rank = FULL if self.g.rank[n.id] == PRO else self.g.rank[n.id]
         if n.kind == VIEW:
             lines.append(f"v{n.id} = v{n.args[0].id}  # view as {list(n.shape)}: same elements, same order")
             return
@@ -238,7 +241,7 @@ class KernelWriter:
         as_float = n.dtype.is_floating_point or n.op in ("where",)
         args = [self._scalar(n, i) or self.value(a, n.shape, rank, lines, cache, as_float)
                 for i, a in enumerate(n.args)]
-        idx = "lin" if rank == FULL else "k"
+        idx = self.full_index[0] if rank == FULL else "k"
         lines.append(f"v{n.id} = {pw_expr(n, args, self.helpers, {'idx': idx})}  # {describe(n)}")
 
     def _scalar(self, n: Node, pos: int) -> str | None:
@@ -377,7 +380,9 @@ class KernelWriter:
         return ", ".join(ptrs + list(extra_ptrs) + runtime + [f"{c}: tl.constexpr" for c in constexprs])
 
     def docstring(self, title: str) -> str:
-        math = "\n".join(f"        {describe(n)}" for n in self.g.nodes if n.kind != VIEW)
+        pro = self.g.prologue  # computed before the group's first node: listed first
+        nodes = pro + [n for n in self.g.nodes if n not in pro] if pro else self.g.nodes
+        math = "\n".join(f"        {describe(n)}" for n in nodes if n.kind != VIEW)
         ins = ", ".join(f"in{i} = {describe_external(b)}" for i, b in enumerate(self.bases))
         outs = ", ".join(f"out{i} = v{o.id}{list(o.shape)}" for i, o in enumerate(self.g.outputs))
         return f'    """{title}\n\n    Inputs: {ins}. Outputs: {outs}.\n    Math (fp32):\n{math}\n    """'

@@ -17,12 +17,13 @@ from tritonsmith.agents.builtin._ir import (
     contiguous_strides, is_fill, numel,
 )
 
-__all__ = ["Group", "Plan", "RowDomain", "apply_view", "layout", "layout_at", "partition", "resolve_base"]
+__all__ = ["PRO", "Group", "Plan", "RowDomain", "apply_view", "layout", "layout_at", "partition", "resolve_base"]
 
 POINTWISE, ROW, MATMUL, TORCH = "pointwise", "row", "matmul", "torch"
 WINDOWS, SCANS = "window", "scan"  # group kinds of pooling windows and of scans
 CONVS = "conv"  # group kind of an implicit-GEMM convolution (its elementwise chain as epilogue)
 FULL, KEPT = "full", "kept"
+PRO = "pro"  # rank of a window group's prologue: the elementwise chain computing the window's input, per tap
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,12 @@ class Group:
     def mm(self) -> Node | None:
         return self.nodes[0] if self.kind == MATMUL else None
 
+    @property
+    def prologue(self) -> list[Node]:
+        """A window group's prologue (rank ``PRO``): the elementwise chain whose last value is the window's
+        input, in order; empty for every other group."""
+        return [n for n in self.nodes if self.rank[n.id] == PRO]
+
     def has(self, node: Node) -> bool:
         return node.id in self.rank
 
@@ -135,7 +142,13 @@ class _Partitioner:
         self.front = 0
 
     def run(self) -> Plan:
-        for n in live_nodes(self.graph):
+        live = live_nodes(self.graph)
+        self.users: dict[int, set[int]] = {}
+        for n in live:
+            for a in n.node_args():
+                self.users.setdefault(a.id, set()).add(n.id)
+        self.returned = {o.id for o in self.graph.outputs}
+        for n in live:
             if n.kind in (INPUT, PARAM) or is_fill(n):
                 continue
             self._place(n)
@@ -163,8 +176,9 @@ class _Partitioner:
         if n.kind == CONV:  # reads windows of its input across channels: the input must be in memory
             self._new(CONVS, n, n.numel, rank=FULL)
             return
-        if n.kind == WINDOW:  # reads a window around each output: its input must be in memory
-            self._new(WINDOWS, n, n.numel, rank=FULL)
+        if n.kind == WINDOW:  # reads a window around each output: its input is in memory or computed per tap
+            if not self._window_prologue(n, latest):
+                self._new(WINDOWS, n, n.numel, rank=FULL)
             return
         if n.kind == SCAN:
             self._place_scan(n, latest)
@@ -191,6 +205,29 @@ class _Partitioner:
             if latest is None or self.groups.index(self.groups[-1]) > self.groups.index(latest):
                 out.append(self.groups[-1])
         return out
+
+    def _window_prologue(self, n: Node, latest: Group | None) -> bool:
+        """A pooling window takes over the pointwise group computing its input when nothing else reads that
+        chain's values: the chain becomes its prologue (rank ``PRO``), computed at every tap from the chain's
+        own inputs, so its full-size output is never written and read back. Windows of kernel = stride read
+        each input once; overlapping ones recompute the chain where windows overlap (elementwise: cheap)."""
+        x = n.args[0]
+        if n.op not in ("max", "avg") or latest is None or latest.kind != POINTWISE or not latest.has(x):
+            return False
+        chain = set(latest.rank)
+        for m in latest.nodes:
+            # elementwise ops and reshapes of x's elements: the taps' row-major index of x is theirs too
+            ok = (m.kind == PW and m.op not in ("cat", "iota")) or (m.kind == VIEW and m.attrs["how"] == "reshape")
+            if not ok or m.numel != x.numel or latest.rank[m.id] != FULL:
+                return False
+            if m.id in self.returned or not self.users.get(m.id, set()) <= chain | {n.id}:
+                return False
+        g = Group(WINDOWS, numel=n.numel)
+        self.groups[self.groups.index(latest)] = g  # in its place: the window reads only what the chain did
+        self._join(g, n, FULL)
+        for m in latest.nodes:
+            self._join(g, m, PRO)
+        return True
 
     def _place_reduce(self, n: Node, latest: Group | None) -> None:
         x = n.args[0]

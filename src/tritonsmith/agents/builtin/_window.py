@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tritonsmith.agents.builtin._exprs import offset_expr
-from tritonsmith.agents.builtin._ir import Node, numel
+from tritonsmith.agents.builtin._convcl import channels_last_strides
+from tritonsmith.agents.builtin._exprs import broadcast_strides, offset_expr
+from tritonsmith.agents.builtin._ir import PW, Node, contiguous_strides, is_fill, numel
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter, WindowDim, channel_fastest_lines
-from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
+from tritonsmith.agents.builtin._partition import FULL, PRO, Group, Plan, layout, resolve_base
 
 __all__ = ["window_kernel"]
 
@@ -40,6 +41,17 @@ def _dims(n: Node, x: Node, strides: tuple[int, ...]) -> tuple[list[tuple[int, i
     return lead, wins
 
 
+def _lead_dims(n: Node, x: Node) -> set[int]:
+    """The dimensions of ``x`` that ``_dims`` counts as leading: copied (no window) and before the first window."""
+    a = n.attrs
+    lead: set[int] = set()
+    for j in range(len(x.shape)):
+        if (a["kernel"][j], a["stride"][j], a["padding"][j], a["dilation"][j]) != (1, 1, 0, 1):
+            break
+        lead.add(j)
+    return lead
+
+
 def _index_lines(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int) -> tuple[list[str], str]:
     """Lines splitting the flat output index ``lin`` into window starts ``start{j}``; returns them and
     the expression of the leading dims' input offset."""
@@ -60,11 +72,15 @@ def _index_lines(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int
     return lines, offset_expr("q", shape, tuple(st for _, st in lead), offset)
 
 
-def _window_loops(n: Node, wins: list[WindowDim], ptr: str, base: str, fp32: str) -> list[str]:
-    """The unrolled window: nested static loops, per-dim masks only where padding can be hit, fp32 acc."""
+def _window_loops(n: Node, wins: list[WindowDim], ptr: str, base: str, fp32: str,
+                  tap: _PrologueTap | None = None) -> list[str]:
+    """The unrolled window: nested static loops, per-dim masks only where padding can be hit, fp32 acc.
+    ``tap``: a prologue computes the window's input at each tap (None: loaded from ``ptr``)."""
     is_max = n.op == "max"
     other = "-float('inf')" if is_max else "0.0"
     lines = [f"acc = tl.full([BLOCK], {other}, tl.float32)", f"p_ = {base}"]
+    if tap is not None:
+        lines += tap.before("p_")
     depth, m, p = 0, "mask", "p_"
     for j, dim in enumerate(wins):
         pad = "    " * depth
@@ -83,6 +99,9 @@ def _window_loops(n: Node, wins: list[WindowDim], ptr: str, base: str, fp32: str
         p = f"p{j}"
     pad = "    " * depth
     load = f"tl.load({ptr} + {p}, mask={m}, other={other}){fp32}"
+    if tap is not None:
+        lines += [pad + ln for ln in tap(p, m, other)]
+        load = "t_"
     if is_max:  # NaN propagates, as in torch's max pooling
         lines.append(f"{pad}acc = tl.maximum(acc, {load}, propagate_nan=tl.PropagateNan.ALL)")
     else:
@@ -115,32 +134,99 @@ def _divisor(n: Node, wins: list[WindowDim]) -> str:
     return "(" + " * ".join(([str(const)] if const != 1 else []) + terms) + ").to(tl.float32)"
 
 
+class _PrologueTap:
+    """Lines computing the window group's prologue (the chain whose last value is ``x``) at one tap: its inputs
+    read at the tap's row-major index of ``x``, then ``t_``, the value pooled (``other`` in the padding, where the
+    chain's value is not the padding's). Inputs constant across the window (a per-channel bias) are loaded once
+    per output, before the window's loops (``before``)."""
+
+    def __init__(self, w: KernelWriter, x: Node, lead: set[int]) -> None:
+        self.w, self.x, self.lead = w, x, lead
+        self.hoisted: dict[tuple[Any, ...], str] = {}
+
+    def _constant(self, a: Node) -> bool:
+        """Is external ``a``, read at ``x``'s shape, the same at every element of a window (zero strides along
+        every dimension but the leading, copied ones)?"""
+        bstrides = broadcast_strides(a.shape, layout(a, self.w.plan.owner)[1], tuple(self.x.shape))
+        return all(st == 0 for d, st in enumerate(bstrides) if d not in self.lead and self.x.shape[d] > 1)
+
+    def before(self, base: str) -> list[str]:
+        """Loads of the window-constant inputs at ``base`` (the row-major index of the window's leading
+        coordinates, every other coordinate 0)."""
+        lines: list[str] = []
+        cache: dict[Any, str] = {}
+        w = self.w
+        w.full_index = (base, "mask")
+        for node in w.g.prologue:
+            if node.kind != PW or node.shape != self.x.shape:
+                continue
+            as_float = node.dtype.is_floating_point or node.op in ("where",)
+            for a in node.node_args():
+                if not w.g.has(a) and not is_fill(resolve_base(a, w.plan.owner)) and self._constant(a):
+                    var = w.value(a, node.shape, FULL, lines, cache, as_float)
+                    self.hoisted[(a.id, node.shape, FULL)] = var
+        w.full_index = ("lin", "mask")
+        return lines
+
+    def __call__(self, index: str, mask: str, other: str) -> list[str]:
+        lines: list[str] = []
+        w = self.w
+        cache = {(*key, index): var for key, var in self.hoisted.items()}
+        w.full_index = (index, mask)
+        for node in w.g.prologue:
+            w.pointwise_line(node, lines, cache)
+        w.full_index = ("lin", "mask")
+        value = f"v{self.x.id}.to(tl.float32)"
+        return lines + [f"t_ = tl.where({mask}, {value}, {other})" if mask != "mask" else f"t_ = {value}"]
+
+
+def _prologue_strides(w: KernelWriter, x: Node) -> tuple[int, ...]:
+    """The strides the window walks ``x`` by with a prologue: row-major (the taps' indices are ``x``'s own), or
+    channels-last where every full-size input of the chain is (net-cl), so channel-fastest lanes stay coalesced."""
+    full = [a for node in w.g.prologue for a in node.node_args() if not w.g.has(a) and a.shape == x.shape]
+    cl = channels_last_strides(x.shape) if len(x.shape) in (4, 5) else None
+    if full and cl is not None and all(layout(a, w.plan.owner)[1] == cl for a in full):
+        return cl
+    return contiguous_strides(x.shape)
+
+
 def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelSource:
     w = KernelWriter(plan, g, name)
     n = g.nodes[0]
     x = n.args[0]
-    base, strides, offset = layout(x, plan.owner)
-    ptr = w.base_ptr(base)
-    w.check_size(g.numel)
-    lead, wins = _dims(n, x, strides)
-    idx, base_off = _index_lines(lead, wins, offset)
-    walk = channel_fastest_lines(g, x, strides)  # net-cl: channel-fastest lanes
     fp32 = ".to(tl.float32)"
-    body = idx + _window_loops(n, wins, ptr, base_off, fp32)
+    if g.prologue:  # x is computed per tap, never stored: the taps address it row-major
+        strides, offset, ptr = contiguous_strides(x.shape), 0, ""
+        w.check_size(x.numel)
+        lead, wins = _dims(n, x, strides)
+        idx, base_off = _index_lines(lead, wins, offset)
+        walk = channel_fastest_lines(g, x, _prologue_strides(w, x))
+        body = idx + _window_loops(n, wins, ptr, base_off, fp32, _PrologueTap(w, x, _lead_dims(n, x)))
+    else:
+        base, strides, offset = layout(x, plan.owner)
+        ptr = w.base_ptr(base)
+        lead, wins = _dims(n, x, strides)
+        idx, base_off = _index_lines(lead, wins, offset)
+        walk = channel_fastest_lines(g, x, strides)  # net-cl: channel-fastest lanes
+        body = idx + _window_loops(n, wins, ptr, base_off, fp32)
+    w.check_size(g.numel)
     if n.op == "max":
         body.append(f"v{n.id} = acc  # {_describe_window(n)}")
     else:
         body.append(f"v{n.id} = acc / {_divisor(n, wins)}  # {_describe_window(n)}")
     cache: dict[Any, str] = {}
     for node in g.nodes[1:]:
-        w.pointwise_line(node, body, cache)
+        if g.rank[node.id] != PRO:
+            w.pointwise_line(node, body, cache)
     body += [w.store(o, FULL) for o in g.outputs]
     block = int(cfg.get("BLOCK", 1024))
     pid = "tl.program_id(0).to(tl.int64)" if w.idx64 else "tl.program_id(0)"
     vol = numel(tuple(d.k for d in wins))
+    pro, epi = len(g.prologue), len(g.nodes) - 1 - len(g.prologue)
+    first = f"): {pro} elementwise ops per window element (the prologue, never stored), then " if pro else "), "
     title = (f"{'Max' if n.op == 'max' else 'Average'} pooling of {list(x.shape)} -> {list(n.shape)} "
              f"({vol} window elements per output, unrolled; padding reads "
-             f"{'-inf' if n.op == 'max' else '0'}), fp32 accumulation, then {len(g.nodes) - 1} fused ops. "
+             f"{'-inf' if n.op == 'max' else '0'}{first}fp32 accumulation, then {epi} fused ops. "
              "One program per BLOCK contiguous outputs: out[o] = reduce over k of x[o * stride - padding + "
              "k * dilation] per pooled dim.")
     src = [f"@triton.jit\ndef {name}_kernel({w.signature(['BLOCK'])}):", w.docstring(title),
@@ -148,7 +234,8 @@ def window_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> Kerne
            f"    mask = lin < {w.size(g.numel)}"] + [f"    {line}" for line in walk + body]
     launcher = w.launcher(f"(triton.cdiv({w.size(g.numel)}, {block}),)",
                           {"BLOCK": block, "num_warps": int(cfg.get("num_warps", 4))},
-                          f"Launch {name}_kernel: {n.op} pooling + {len(g.nodes) - 1} fused elementwise ops.")
+                          (f"Launch {name}_kernel: {pro} prologue ops + " if pro else f"Launch {name}_kernel: ") +
+                          f"{n.op} pooling + {epi} fused elementwise ops.")
     return KernelSource(name, "\n".join(src) + "\n", launcher, w.bases, list(g.outputs), w.helpers)
 
 
