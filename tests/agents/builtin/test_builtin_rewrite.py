@@ -167,6 +167,13 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
                                      "[torch.rand(13, 7) + 0.5]"), ["scan-of-padded-input"]),
     "pad_of_cumsum": (_problem("pad_of_cumsum", "pass", "x", "return F.pad(torch.cumsum(x, dim=-1), (3, 0)) * 2.0",
                                "[torch.randn(3, 4, 29)]"), ["scan-of-padded-input"]),
+    # tiling poolings in a row: one window of the kernels' product (odd sizes: the floors agree)
+    "max_of_max_3d": (_problem("max_of_max_3d", "self.b = nn.Parameter(torch.randn(3, 1, 1, 1))", "x",
+                               "return F.max_pool3d(F.max_pool3d(x + self.b, 2), (3, 2, 3)).sum(1)",
+                               "[torch.randn(2, 3, 13, 9, 14)]"), ["pool-of-pool"]),
+    "avg_of_avg_2d": (_problem("avg_of_avg_2d", "pass", "x",
+                               "return torch.tanh(F.avg_pool2d(F.avg_pool2d(x * 2.0, (1, 2)), 3))",
+                               "[torch.randn(2, 3, 11, 13)]"), ["pool-of-pool"]),
 }
 
 # name -> problem where a rewrite almost applies but must not
@@ -245,6 +252,18 @@ NEAR_MISSES: dict[str, Problem] = {
                                   "c = torch.cumsum(x, dim=1)\n"
                                   "        return torch.cat((x.new_zeros(x.size(0), 1), c), dim=1), c",
                                   "[torch.randn(5, 17)]"),
+    "max_of_avg_pool": _problem("max_of_avg_pool", "pass", "x", "return F.max_pool2d(F.avg_pool2d(x, 2), 2)",
+                                "[torch.randn(2, 3, 11, 13)]"),
+    "overlapping_max_of_max": _problem("overlapping_max_of_max", "pass", "x",
+                                       "return F.max_pool2d(F.max_pool2d(x, 3, 2), 2)", "[torch.randn(2, 3, 11, 13)]"),
+    "padded_max_of_max": _problem("padded_max_of_max", "pass", "x",
+                                  "return F.max_pool2d(F.max_pool2d(x, 2, padding=1), 2)", "[torch.randn(2, 3, 11, 13)]"),
+    "ceil_max_of_max": _problem("ceil_max_of_max", "pass", "x",
+                                "return F.max_pool2d(F.max_pool2d(x, 2, ceil_mode=True), 2)",
+                                "[torch.randn(2, 3, 11, 13)]"),
+    "pooled_value_read_twice": _problem("pooled_value_read_twice", "pass", "x",
+                                        "y = F.max_pool2d(x, 2)\n        return F.max_pool2d(y, 2), y",
+                                        "[torch.randn(2, 3, 11, 13)]"),
     "avgpool_over_rows": _problem("avgpool_over_rows", "self.linear = nn.Linear(37, 45)", "x",
                                   "return F.avg_pool1d(self.linear(x).t().unsqueeze(0), 5)",
                                   "[torch.randn(10, 37)]"),
@@ -402,3 +421,13 @@ def test_exclusive_cumsum_is_one_scan_kernel() -> None:
     assert [g.kind for g in plan.groups] == ["scan"]
     _, plain = _plan(FIRES["exclusive_cumsum"][0], {"no_rewrites": True}, None)
     assert [g.kind for g in plain.groups] == ["scan", "pointwise"]
+
+
+def test_pool_of_pool_is_one_window_kernel() -> None:
+    """Two tiling max poolings become one window of the kernels' product: one window kernel, which also takes the
+    bias add before it as its prologue (nothing of the input's size is stored)."""
+    _, plan = _plan(FIRES["max_of_max_3d"][0], {}, None)
+    windows = [g for g in plan.groups if g.kind == "window"]
+    assert len(windows) == 1 and windows[0].nodes[0].attrs["kernel"] == (1, 1, 6, 4, 6)
+    assert [n.op for n in windows[0].prologue] == ["add"]
+    assert all(g.kind != "pointwise" for g in plan.groups)

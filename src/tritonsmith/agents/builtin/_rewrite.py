@@ -681,6 +681,37 @@ def scan_of_padded_input(lw: Lowering, uses: _Uses) -> bool:
     return False
 
 
+def pool_of_pool(lw: Lowering, uses: _Uses) -> bool:
+    """``pool(pool(x, k1), k2) == pool(x, k1 * k2)`` per dimension, for two max (or two average) poolings whose
+    kernel is their stride, without padding, dilation, ceil_mode or divisor_override: the second window covers
+    k2 consecutive first outputs, each k1 consecutive inputs, so k1 * k2 consecutive inputs; an average of equal
+    averages is the average; and floor(floor(n / k1) / k2) == floor(n / (k1 k2)), so the shapes agree.
+
+    The first pooling's output (1/k1 of the input per dimension) is then never written and read back, and the
+    pooled chain before it still joins the one window kernel as its prologue."""
+    for w2 in uses.live:
+        w1 = w2.args[0] if w2.kind == WINDOW and w2.op in ("max", "avg") else None
+        if not (isinstance(w1, Node) and w1.kind == WINDOW and w1.op == w2.op and uses.only_reader(w1, w2)
+                and _tiling(w1) and _tiling(w2)):
+            continue
+        x = w1.args[0]
+        kernel = tuple(a * b for a, b in zip(w1.attrs["kernel"], w2.attrs["kernel"], strict=True))
+        if tuple(n // k for n, k in zip(x.shape, kernel, strict=True)) != tuple(w2.shape):
+            continue
+        attrs = {**w1.attrs, "kernel": kernel, "stride": kernel}
+        uses.replace(w2, lw.g.add(Node(WINDOW, tuple(w2.shape), w2.dtype, args=(x,), op=w2.op, attrs=attrs)))
+        return True
+    return False
+
+
+def _tiling(w: Node) -> bool:
+    """A pooling whose windows tile its input: kernel = stride, no padding, dilation 1, floor mode, the plain
+    average's divisor."""
+    a = w.attrs
+    return (tuple(a["kernel"]) == tuple(a["stride"]) and not any(a["padding"]) and all(d == 1 for d in a["dilation"])
+            and not a.get("ceil_mode") and not a.get("divisor_override"))
+
+
 def _times(lw: Lowering, v: Node, c: int) -> Node:
     return v if c == 1 else lw.pw("mul", v, c)
 
@@ -721,5 +752,6 @@ REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("sum-before-convolution", sum_before_convolution),
     ("convolution-of-pooled-weights", convolution_of_pooled_weights),
     ("scan-of-padded-input", scan_of_padded_input),
+    ("pool-of-pool", pool_of_pool),
 )
 
