@@ -171,6 +171,17 @@ FIRES: dict[str, tuple[Problem, list[str]]] = {
     "max_of_max_3d": (_problem("max_of_max_3d", "self.b = nn.Parameter(torch.randn(3, 1, 1, 1))", "x",
                                "return F.max_pool3d(F.max_pool3d(x + self.b, 2), (3, 2, 3)).sum(1)",
                                "[torch.randn(2, 3, 13, 9, 14)]"), ["pool-of-pool"]),
+    # a pooling of normalized values: its own copy of the chain, computed per tap from x and the statistics
+    "groupnorm_then_maxpool": (_problem("groupnorm_then_maxpool", "self.gn = nn.GroupNorm(4, 8)\n"
+                                        "        self.scale = nn.Parameter(torch.randn(8, 1, 1))", "x",
+                                        "return torch.clamp(F.max_pool2d(self.gn(x) * self.scale, 2), -0.5, 0.5)",
+                                        "[torch.randn(2, 8, 11, 13)]"), ["recompute-for-window"]),
+    "softmax_then_two_maxpools": (_problem("softmax_then_two_maxpools", "pass", "x",
+                                           "return F.max_pool3d(F.max_pool3d(torch.softmax(x, dim=1), 2), 2)",
+                                           "[torch.randn(2, 5, 9, 10, 11)]"), ["pool-of-pool", "recompute-for-window"]),
+    "batchnorm_relu_padded_avgpool": (_problem("batchnorm_relu_padded_avgpool", "self.bn = nn.BatchNorm2d(6)", "x",
+                                               "return F.avg_pool2d(torch.relu(self.bn(x)) - 1.0, 3, 2, 1)",
+                                               "[torch.randn(3, 6, 9, 11)]"), ["recompute-for-window"]),
     "avg_of_avg_2d": (_problem("avg_of_avg_2d", "pass", "x",
                                "return torch.tanh(F.avg_pool2d(F.avg_pool2d(x * 2.0, (1, 2)), 3))",
                                "[torch.randn(2, 3, 11, 13)]"), ["pool-of-pool"]),
@@ -264,6 +275,15 @@ NEAR_MISSES: dict[str, Problem] = {
     "pooled_value_read_twice": _problem("pooled_value_read_twice", "pass", "x",
                                         "y = F.max_pool2d(x, 2)\n        return F.max_pool2d(y, 2), y",
                                         "[torch.randn(2, 3, 11, 13)]"),
+    "normalized_value_returned": _problem("normalized_value_returned", "self.gn = nn.GroupNorm(2, 4)", "x",
+                                          "y = self.gn(x)\n        return F.max_pool2d(y, 2), y",
+                                          "[torch.randn(2, 4, 9, 11)]"),
+    "pooled_chain_without_statistics": _problem("pooled_chain_without_statistics", "pass", "x",
+                                                "return F.max_pool2d(torch.relu(x) * 2.0, 2)",
+                                                "[torch.randn(2, 4, 9, 11)]"),
+    "conv_bias_then_maxpool": _problem("conv_bias_then_maxpool", "self.conv = nn.Conv2d(3, 4, 3)", "x",
+                                       "return F.max_pool2d(torch.relu(self.conv(x)), 2)",
+                                       "[torch.randn(2, 3, 9, 11)]"),  # a viewed bias is no statistic
     "avgpool_over_rows": _problem("avgpool_over_rows", "self.linear = nn.Linear(37, 45)", "x",
                                   "return F.avg_pool1d(self.linear(x).t().unsqueeze(0), 5)",
                                   "[torch.randn(10, 37)]"),
@@ -431,3 +451,15 @@ def test_pool_of_pool_is_one_window_kernel() -> None:
     assert len(windows) == 1 and windows[0].nodes[0].attrs["kernel"] == (1, 1, 6, 4, 6)
     assert [n.op for n in windows[0].prologue] == ["add"]
     assert all(g.kind != "pointwise" for g in plan.groups)
+
+
+def test_pooled_normalization_stores_only_statistics() -> None:
+    """GroupNorm then a pooling: the row kernel stores the statistics only ([N, groups, 1] values), and the window
+    kernel computes the normalized value per tap from the input and those statistics (no pointwise kernel, and
+    nothing of the input's size stored but the pooled output)."""
+    _, plan = _plan(FIRES["groupnorm_then_maxpool"][0], {}, None)
+    rows = [g for g in plan.groups if g.kind == "row"]
+    windows = [g for g in plan.groups if g.kind == "window"]
+    assert len(rows) == 1 and len(windows) == 1 and all(g.kind in ("row", "window") for g in plan.groups)
+    assert rows[0].outputs and all(o.numel == 2 * 4 for o in rows[0].outputs)
+    assert {o.id for o in rows[0].outputs} <= {a.id for n in windows[0].prologue for a in n.node_args()}

@@ -467,7 +467,7 @@ def describe(n: Node) -> str:
 
     if n.kind == REDUCE:
         return f"v{n.id}{list(n.shape)} = {n.op}(v{n.args[0].id}, dims={list(n.dims)})"
-    extra = ", ".join(f"{k}={v}" for k, v in n.attrs.items() if k not in ("bias_of", "geometry"))
+    extra = ", ".join(f"{k}={v}" for k, v in n.attrs.items() if k not in ("bias_of", "geometry", "per_tap"))
     body = ", ".join([arg(a) for a in n.args] + ([extra] if extra else []))
     return f"v{n.id}{list(n.shape)} = {n.op or n.kind}({body})"
 

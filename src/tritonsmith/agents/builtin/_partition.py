@@ -190,6 +190,8 @@ class _Partitioner:
             self._new(POINTWISE, n, n.numel, rank=FULL)
             return
         for g in self._candidates(latest):
+            if n.attrs.get("per_tap") and not (g.kind == POINTWISE and all(m.attrs.get("per_tap") for m in g.nodes)):
+                continue  # a pooling's own copy of a chain (``_rewrite.recompute_for_window``): its group, its prologue
             rank = self._pw_rank(g, n)
             if rank is not None:
                 self._join(g, n, rank)

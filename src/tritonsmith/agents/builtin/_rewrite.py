@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 import torch
 
-from tritonsmith.agents.builtin._ir import (CONV, EXTERN, MM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lowering, Node,
-                                            is_fill)
+from tritonsmith.agents.builtin._ir import (CONV, EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph,
+                                            Lowering, Node, is_fill)
 
 __all__ = ["REWRITES", "rewrite"]
 
@@ -704,6 +704,74 @@ def pool_of_pool(lw: Lowering, uses: _Uses) -> bool:
     return False
 
 
+def recompute_for_window(lw: Lowering, uses: _Uses) -> bool:
+    """``pool(f(x, s(x)))`` where ``f`` is elementwise and ``s`` reduces (a GroupNorm's or a softmax's statistics):
+    the pooling gets its own copy of ``f``'s chain, computed per tap from ``x`` and the (small) statistics, while
+    the reductions keep the original chain. ``f(x, s) == f(x, s)``: nothing changes but where the value lives.
+
+    Without it the row kernel computing the statistics also applies ``f`` and stores the full-size result for
+    the pooling to read back; with it the row kernel stores only the statistics, and the copy becomes the
+    window kernel's prologue (``_partition``: nodes marked ``per_tap`` form a pointwise group of their own).
+    Matches a max or average pooling whose input only it reads, computed by a chain that reads a computed value
+    smaller than itself (a statistic: what puts the chain into the row kernel), where the chain's values read
+    outside it lead only to smaller values (the reductions)."""
+    for w in uses.live:
+        x = w.args[0] if w.kind == WINDOW and w.op in ("max", "avg") else None
+        if not (isinstance(x, Node) and x.kind == PW and not x.attrs.get("per_tap") and uses.only_reader(x, w)):
+            continue
+        cone = _elementwise_cone(x)
+        inside = {n.id for n in cone} | {w.id}
+        shared = [n for n in cone if any(u.id not in inside for u in uses.users.get(n.id, []))]
+        reads_statistic = any(a.id not in inside and a.numel < x.numel and _computed(a) for n in cone
+                              for a in n.node_args())
+        if not reads_statistic or any(n.id in uses.outputs or not all(_feeds_reductions(u, uses, x.numel)
+                                                             for u in uses.users[n.id] if u.id not in inside)
+                             for n in shared):
+            continue
+        copies: dict[int, Node] = {}
+        for n in sorted(cone, key=lambda c: c.id):
+            args = tuple(copies.get(a.id, a) if isinstance(a, Node) else a for a in n.args)
+            copies[n.id] = lw.g.add(Node(n.kind, n.shape, n.dtype, args=args, op=n.op, dims=n.dims,
+                                         attrs={**n.attrs, "per_tap": True}, name=n.name))
+        w.args = (copies[x.id], *w.args[1:])
+        return True
+    return False
+
+
+def _computed(a: Node) -> bool:
+    """``a`` is computed in the graph: not an input, a parameter (a bias viewed per channel) or a constant."""
+    while a.kind == VIEW:
+        a = a.args[0]
+    return a.kind not in (INPUT, PARAM) and not is_fill(a)
+
+
+def _feeds_reductions(u: Node, uses: _Uses, size: int) -> bool:
+    """``u`` is smaller than ``size`` (a reduction, a statistic), or an elementwise op or reshape of that size
+    whose every reader is such (a variance's ``(x - mean)**2``), and never a model output."""
+    if u.numel < size:
+        return True
+    elementwise = (u.kind == PW and u.op not in ("cat", "iota")) or (u.kind == VIEW and u.attrs.get("how") == "reshape")
+    return elementwise and u.id not in uses.outputs and all(_feeds_reductions(r, uses, size)
+                                                            for r in uses.users.get(u.id, []))
+
+
+def _elementwise_cone(x: Node) -> list[Node]:
+    """``x`` and the elementwise ops and reshapes of its size it is computed from (stopping at anything else)."""
+    cone: dict[int, Node] = {}
+    stack = [x]
+    while stack:
+        n = stack.pop()
+        if n.id in cone:
+            continue
+        cone[n.id] = n
+        for a in n.node_args():
+            elementwise = (a.kind == PW and a.op not in ("cat", "iota")) or (a.kind == VIEW and a.attrs.get("how") ==
+                                                                           "reshape")
+            if elementwise and a.numel == x.numel and not is_fill(a):
+                stack.append(a)
+    return list(cone.values())
+
+
 def _tiling(w: Node) -> bool:
     """A pooling whose windows tile its input: kernel = stride, no padding, dilation 1, floor mode, the plain
     average's divisor."""
@@ -753,5 +821,6 @@ REWRITES: tuple[tuple[str, Rewrite], ...] = (
     ("convolution-of-pooled-weights", convolution_of_pooled_weights),
     ("scan-of-padded-input", scan_of_padded_input),
     ("pool-of-pool", pool_of_pool),
+    ("recompute-for-window", recompute_for_window),
 )
 

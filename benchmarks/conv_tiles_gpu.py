@@ -1,0 +1,240 @@
+"""Tile sweep of the built-in generator's implicit-GEMM convolutions (issue 19): which tiles, warps and stages
+each level-1 convolution of a KernelBench directory runs fastest with.
+
+    python benchmarks/conv_tiles_gpu.py KBDIR --aot [--only 56] [--json AOT.json]      # no GPU needed
+    python benchmarks/conv_tiles_gpu.py KBDIR [--only 56 62 65 78] [--from-aot AOT.json] [--json OUT.json] \
+        [--jobs 12] [--limit 40]
+
+Per problem, the generator's first candidate is written once per configuration of the grid (the configuration as
+the convolution group's override: ``BLOCK_M`` x ``BLOCK_N`` x ``BLOCK_K``, ``num_warps``, ``num_stages``; the
+precision stays tf32x3). On the GPU, ``--jobs`` processes compile them first (they warm Triton's cache; a
+configuration that spills more than 8 registers or fails is dropped there), then one process checks each
+against the reference (one call on fresh random inputs, cuDNN's TF32 off for the reference, allclose 1e-4)
+and times it with ``triton.testing.do_bench`` (median ms), with cuDNN (PyTorch's default TF32, as
+torch.compile calls it) timed alongside. Prints each problem's configurations fastest first, and writes
+the rows as JSON after every problem. ``--aot`` compiles every configuration for sm_90 ahead of time on
+the CPU and reports registers, spills and shared memory only: no timing exists there.
+
+This is a tuning sweep, not the evaluator: the chosen configurations go into ``_variants._conv_config`` (or a
+variant) and are then verified and timed by the suite (``tritonsmith bench``), which alone reports speedups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.util
+import itertools
+import json
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from tritonsmith.agents.builtin import _plan  # noqa: E402
+from tritonsmith.agents.builtin._emit import emit_module  # noqa: E402
+from tritonsmith.agents.builtin._kernelbase import next_pow2  # noqa: E402
+from tritonsmith.agents.builtin._partition import CONVS  # noqa: E402
+from tritonsmith.core.problem import Problem  # noqa: E402
+
+SPILL_BOUND = 8  # registers: the AOT tests' bound
+
+
+def grid(cout_g: int) -> list[dict[str, Any]]:
+    """The configurations tried: columns no wider than the group's output channels (at least 16, a dot's
+    minimum), at most 256 x 128 outputs per tile."""
+    widest = max(16, min(128, next_pow2(cout_g)))
+    out = []
+    for bm, bn, bk, (warps, stages) in itertools.product((64, 128, 256), (16, 32, 64, 128), (16, 32, 64),
+                                                          ((4, 3), (8, 3), (4, 4), (8, 4))):
+        if bn <= widest and bm * bn <= 256 * 64 and not (bn == 16 and widest > 16):
+            out.append({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps, "num_stages": stages})
+    return out
+
+
+def label(cfg: dict[str, Any]) -> str:
+    return f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}x{cfg['BLOCK_K']} w{cfg['num_warps']} s{cfg['num_stages']}"
+
+
+def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozenset()
+            ) -> tuple[Problem, list[tuple[dict[str, Any], str]]]:
+    """The problem and its candidate's source per configuration (the first ``limit`` of the grid not in ``skip``:
+    (problem, config) pairs that spilled or failed ahead of time)."""
+    problem = Problem.from_file(path)
+    traced, plan = _plan(problem, {}, None)
+    conv = next(g for g in plan.groups if g.kind == CONVS)
+    n = conv.nodes[0]
+    cfgs = [c for c in grid(n.shape[1] // int(n.attrs["groups"])) if (path.stem, label(c)) not in skip][:limit]
+    return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {CONVS: c}, f"sweep {label(c)}"))
+                     for c in cfgs]
+
+
+def _load(src: str, tag: str) -> Any:
+    path = Path(tempfile.mkdtemp(prefix="conv_tiles_")) / f"cand_{tag}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _aot(src: str) -> dict[str, Any]:
+    """Registers, spills and shared memory of every kernel the candidate launches, compiled for sm_90."""
+    import ast
+    import inspect
+
+    from tritonsmith.profiler._aot import compile_kernel
+
+    mod = _load(src, "aot")
+    facts: dict[str, Any] = {"spills": 0, "registers": 0, "error": None}
+    for call in ast.walk(ast.parse(src)):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
+                and isinstance(call.func.value, ast.Name)):
+            continue
+        kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        fn = getattr(mod, call.func.value.id)
+        opts = {k: kw.pop(k) for k in ("num_warps", "num_stages") if k in kw}
+        sig = {p: "constexpr" if p in kw else ("*fp32" if p.endswith("_ptr") else "i32")
+               for p in inspect.signature(fn.fn).parameters}
+        f = compile_kernel(fn, sig, kw, arch=90, **opts)
+        if f.error:
+            return {**facts, "error": f.error[:200]}
+        facts["spills"] = max(facts["spills"], f.spills or 0)
+        facts["registers"] = max(facts["registers"], f.registers or 0)
+        facts["shared"] = max(facts.get("shared", 0), getattr(f, "shared", 0) or 0)
+    return facts
+
+
+def _warm(job: tuple[str, str]) -> tuple[bool, str]:
+    """Compile (and run once) one candidate on the GPU; its kernels land in Triton's cache."""
+    problem_path, src = job
+    try:
+        _run_once(Problem.from_file(Path(problem_path)), _load(src, "warm"))
+        return True, ""
+    except Exception as exc:  # a configuration that cannot compile or launch: dropped, with why
+        return False, f"{type(exc).__name__}: {exc}"[:200]
+
+
+def _run_once(problem: Problem, mod: Any) -> tuple[Any, Any, list[Any]]:
+    import torch
+
+    from tritonsmith.core.problem_meta import exec_reference
+
+    ref = exec_reference(problem.source, problem.name)
+    init = ref.get_init_inputs()
+    torch.manual_seed(0)
+    model = ref.Model(*init).cuda()
+    torch.manual_seed(0)
+    cand = mod.ModelNew(*init).cuda()
+    torch.manual_seed(1234)
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
+    with torch.no_grad():
+        cand(*inputs)
+    torch.cuda.synchronize()
+    return model, cand, inputs
+
+
+def measure(path: Path, jobs: int, limit: int | None, skip: set[tuple[str, str]],
+            rows: list[dict[str, Any]], save: Any) -> None:
+    """Compile every configuration in ``jobs`` processes, then check and time each; rows are appended to ``rows``
+    and ``save()`` is called after each (a run stopped by its time limit keeps what it measured)."""
+    import torch
+    from triton.testing import do_bench
+
+    problem, cands = sources(path, limit, skip)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=__import__("multiprocessing").get_context("spawn")) as ex:
+        warmed = list(ex.map(_warm, [(str(path), s) for _, s in cands]))
+    cudnn_ms = None
+    for (cfg, src), (ok, why) in zip(cands, warmed, strict=True):
+        row: dict[str, Any] = {"problem": path.stem, "config": label(cfg), **cfg}
+        if not ok:
+            rows.append({**row, "status": "failed", "message": why})
+            save()
+            continue
+        model, cand, inputs = _run_once(problem, _load(src, "time"))
+        with torch.no_grad():
+            torch.backends.cudnn.allow_tf32 = False  # the reference at fp32 accuracy, as the evaluator holds it
+            want = model(*inputs)
+            torch.backends.cudnn.allow_tf32 = True  # PyTorch's default: how eager and torch.compile run it
+            got = cand(*inputs)
+            correct = bool(torch.allclose(got, want, atol=1e-4, rtol=1e-4))
+            row["max_abs_err"] = float((got - want).abs().max())
+            row["ms"] = do_bench(lambda: cand(*inputs), warmup=10, rep=60, return_mode="median")
+            if cudnn_ms is None:
+                cudnn_ms = do_bench(lambda: model(*inputs), warmup=10, rep=60, return_mode="median")
+        rows.append({**row, "status": "correct" if correct else "wrong", "cudnn_ms": cudnn_ms,
+                     "vs_cudnn": round(cudnn_ms / row["ms"], 3)})
+        save()
+        print(f"{path.stem[:40]:<40} {label(cfg):<22} {rows[-1]['status']:<8} {row['ms']:9.3f} ms  "
+              f"cuDNN {cudnn_ms:8.3f} ms  {rows[-1]['vs_cudnn']:.3f}x", flush=True)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Per problem, its configurations fastest first (correct ones only are ranked)."""
+    lines = ["| problem | config | status | ms | cuDNN ms | vs cuDNN | regs | spills |", "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["problem"], r.get("status") != "correct", r.get("ms") or 1e9)):
+        ms = f"{r['ms']:.3f}" if "ms" in r else ""
+        cu = f"{r['cudnn_ms']:.3f}" if r.get("cudnn_ms") else ""
+        lines.append(f"| {r['problem'][:45]} | {r['config']} | {r['status']} | {ms} | {cu} | {r.get('vs_cudnn', '')} "
+                     f"| {r.get('registers', '')} | {r.get('spills', '')} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("kernelbench", type=Path)
+    ap.add_argument("--only", nargs="+", help="problem numbers (e.g. 56 62)")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--jobs", type=int, default=8, help="GPU: processes compiling the configurations first")
+    ap.add_argument("--limit", type=int, help="the first N configurations of the grid only")
+    ap.add_argument("--aot", action="store_true", help="no GPU: sm_90 registers/spills per configuration")
+    ap.add_argument("--from-aot", type=Path, help="an --aot run's JSON: skip the configurations that spilled there")
+    args = ap.parse_args()
+    skip: set[tuple[str, str]] = set()
+    if args.from_aot:
+        skip = {(r["problem"], r["config"]) for r in json.loads(args.from_aot.read_text())["rows"] if r["status"] != "ok"}
+    paths = sorted((args.kernelbench / "level1").glob("*conv*.py"), key=lambda p: int(p.stem.split("_")[0]))
+    paths = [p for p in paths if not args.only or p.stem.split("_")[0] in args.only]
+    rows: list[dict[str, Any]] = []
+
+    def save() -> None:
+        if args.json:
+            args.json.write_text(json.dumps(_summary(rows, args.aot), indent=1))
+
+    for path in paths:
+        try:
+            if args.aot:
+                _, cands = sources(path, args.limit)
+                for cfg, src in cands:
+                    facts = _aot(src)
+                    status = "error" if facts["error"] else ("spills" if facts["spills"] > SPILL_BOUND else "ok")
+                    rows.append({"problem": path.stem, "config": label(cfg), **cfg, **facts, "status": status})
+                    print(f"{path.stem[:40]:<40} {label(cfg):<22} {status:<7} regs {facts['registers']:>3} "
+                          f"spills {facts['spills']:>4} {facts['error'] or ''}", flush=True)
+            else:
+                measure(path, args.jobs, args.limit, skip, rows, save)
+        except KeyboardInterrupt:
+            print("conv_tiles_gpu: stopped; the rows so far are kept", file=sys.stderr)
+            break
+        except StopIteration:  # no Triton convolution in this problem's plan (a depthwise window)
+            print(f"{path.stem}: no implicit-GEMM convolution in its plan, skipped", flush=True)
+        save()
+    print(table(rows))
+    return 0
+
+
+def _summary(rows: list[dict[str, Any]], aot: bool) -> dict[str, Any]:
+    import torch
+
+    device = "sm_90 ahead of time (no GPU)" if aot else torch.cuda.get_device_name(0)
+    return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "command": " ".join(sys.argv),
+            "device": device, "rows": rows}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

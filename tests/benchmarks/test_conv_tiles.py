@@ -1,0 +1,72 @@
+"""benchmarks/conv_tiles_gpu.py: the tile grid it sweeps, the candidates it writes per configuration, and the
+configurations an ahead-of-time run marks for the GPU sweep to skip."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from tests.benchmarks._scripts import load_script
+
+conv_tiles = load_script("conv_tiles_gpu")
+
+PROBLEM = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(6, 20, (3, 5), bias=False)
+
+    def forward(self, x):
+        return self.conv(x)
+
+def get_inputs():
+    return [torch.randn(3, 6, 13, 17)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_grid_keeps_columns_within_the_output_channels_and_tiles_bounded() -> None:
+    for cout_g, widest in ((20, 32), (128, 128), (8, 16)):
+        cfgs = conv_tiles.grid(cout_g)
+        assert cfgs and max(c["BLOCK_N"] for c in cfgs) == widest
+        assert all(c["BLOCK_M"] * c["BLOCK_N"] <= 256 * 64 for c in cfgs)
+        assert len({conv_tiles.label(c) for c in cfgs}) == len(cfgs)
+
+
+def test_each_configuration_is_written_into_the_launch_and_skips_are_honoured(tmp_path: Path) -> None:
+    kb = tmp_path / "level1"
+    kb.mkdir()
+    path = kb / "7_conv_odd.py"
+    path.write_text(textwrap.dedent(PROBLEM))
+    _, cands = conv_tiles.sources(path, limit=3)
+    assert len(cands) == 3
+    for cfg, src in cands:
+        launch = next(line for line in src.splitlines() if "_conv_0_kernel[" in line)
+        assert f"BLOCK_M={cfg['BLOCK_M']}" in launch and f"BLOCK_N={cfg['BLOCK_N']}" in launch
+        assert f"num_warps={cfg['num_warps']}" in launch and f"num_stages={cfg['num_stages']}" in launch
+    skipped = {(path.stem, conv_tiles.label(cands[0][0]))}
+    _, rest = conv_tiles.sources(path, limit=3, skip=skipped)
+    assert conv_tiles.label(rest[0][0]) == conv_tiles.label(cands[1][0])
+
+
+def test_aot_rows_for_the_gpu_sweep(tmp_path: Path) -> None:
+    """--aot compiles for sm_90 without a GPU; its JSON is what --from-aot reads."""
+    kb = tmp_path / "level1"
+    kb.mkdir()
+    (kb / "7_conv_odd.py").write_text(textwrap.dedent(PROBLEM))
+    out = tmp_path / "aot.json"
+    import sys
+
+    argv, sys.argv = sys.argv, ["conv_tiles_gpu.py", str(tmp_path), "--aot", "--limit", "2", "--json", str(out)]
+    try:
+        assert conv_tiles.main() == 0
+    finally:
+        sys.argv = argv
+    rows = json.loads(out.read_text())["rows"]
+    assert len(rows) == 2 and all(r["status"] == "ok" and r["registers"] > 0 for r in rows)
