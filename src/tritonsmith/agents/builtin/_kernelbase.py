@@ -338,22 +338,20 @@ class KernelWriter:
 
     def _cat_pointer(self, n: Node, j: int, src: Node, names: tuple[str, str, str, str],
                      geo: tuple[int, int, int], lines: list[str], *, guard: bool) -> str:
-        """The address of each element in cat source ``j`` (its row-major index there, through its strides);
-        with ``guard``, lanes of other sources get index 0, so no address is out of range even masked."""
-        idx, _, c, sel = names
-        lo, inner, size = geo
-        outer = numel(n.shape) // (inner * size)
-        digits = self._digits(idx, n.shape)
-        top, low = (digits.of(inner * size, None), digits.of(1, inner)) if digits is not None else (None, None)
-        terms = [f"{top[0] if top else f'({idx} // {inner * size})'} * {src.shape[n.attrs['dim']] * inner}"] \
-            if outer > 1 else []
-        terms.append(f"({c} - {lo})" + (f" * {inner}" if inner > 1 else ""))
-        if inner > 1:
-            terms.append(low[0] if low else f"{idx} % {inner}")
-        local = f"i{n.id}_{j}"
-        lines.append(f"{local} = " + (f"tl.where({sel}, {' + '.join(terms)}, 0)" if guard else " + ".join(terms)))
+        """The address of each element in cat source ``j``: the element's coordinates in the concatenation (its
+        row-major index ``idx`` of ``n.shape``) through the source's strides, ``lo`` back along the cat dim (one
+        decomposition of ``idx``, not a second one of the source's own row-major index); with ``guard``, lanes of
+        other sources get offset 0, so no address is out of range even masked."""
+        idx, _, _, sel = names
+        lo = geo[0]
         base, strides, off = layout(src, self.plan.owner)
-        return f"{self.base_ptr(base)} + {offset_expr(local, src.shape, strides, off)}"
+        d = n.attrs["dim"]
+        offs = offset_expr(idx, n.shape, strides, off - lo * strides[d], self._digits(idx, n.shape))
+        if not guard:
+            return f"{self.base_ptr(base)} + {offs}"
+        local = f"i{n.id}_{j}"
+        lines.append(f"{local} = tl.where({sel}, {offs}, 0)")
+        return f"{self.base_ptr(base)} + {local}"
 
     def _cat_load(self, n: Node, j: int, src: Node, names: tuple[str, str, str, str],
                   geo: tuple[int, int, int], lines: list[str]) -> str:
