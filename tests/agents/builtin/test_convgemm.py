@@ -55,13 +55,23 @@ CASES: dict[str, Problem] = {
                          chain="torch.sigmoid(y) * self.scale - 0.25"),
     "c2d_strided_view": _module("c2d_strided_view", "nn.Conv2d(3, 4, (2, 3), padding=(1, 0))", "2, 3, 9, 10",
                                 prologue="x.transpose(2, 3)"),
+    # multiples of 16 input channels per group: the channels-last variant (conv-nhwc) is on their menus
+    "n2d_s2_p1_bias": _module("n2d_s2_p1_bias", "nn.Conv2d(16, 5, 3, stride=2, padding=1)", "2, 16, 9, 11"),
+    "n1d_dil_pad": _module("n1d_dil_pad", "nn.Conv1d(32, 6, 3, stride=3, dilation=4, padding=2, bias=False)",
+                           "2, 32, 37"),
+    "n3d_pad_groups": _module("n3d_pad_groups", "nn.Conv3d(32, 6, (2, 3, 3), padding=(1, 0, 1), stride=(1, 2, 1), "
+                                                "groups=2)", "1, 32, 5, 7, 6"),
+    "nt2d_s1_groups": _module("nt2d_s1_groups", "nn.ConvTranspose2d(32, 6, (3, 5), padding=(1, 2), dilation=(1, 2), "
+                                                "groups=2)", "2, 32, 6, 9"),
 }
 
 
 # cases also run in another variant: name -> (case, variant key)
 OTHER_VARIANTS = {"t2d_outpad_groups_gather": ("t2d_outpad_groups", "conv-gather"),
                   "t3d_s2_groups_gather": ("t3d_s2_groups", "conv-gather"),
-                  "c2d_chain_triton": ("c2d_chain", "conv-triton")}
+                  "c2d_chain_triton": ("c2d_chain", "conv-triton"),
+                  **{f"{n}_nhwc": (n, "conv-nhwc") for n in ("n2d_s2_p1_bias", "n1d_dil_pad", "n3d_pad_groups",
+                                                            "nt2d_s1_groups")}}
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +112,11 @@ def test_convolution_matches_reference_on_interpreter(name: str, generated: dict
     result = interpreted[name]
     assert result["ok"], result["detail"]
     transposed = CASES[OTHER_VARIANTS[name][0] if name in OTHER_VARIANTS else name].source.count("ConvTranspose")
+    if name.endswith("_nhwc"):
+        assert ".permute(" in cand.source and "channels-last copies" in cand.source
     if transposed and name.endswith("_gather"):
         assert "gather form" in cand.source and "uc0 % " in cand.source
-    elif transposed and "stride=" in CASES[name].source:
+    elif transposed and not name.endswith("_nhwc") and "stride=" in CASES[name].source:
         assert "by output phases" in cand.source  # the taps between input positions are never visited
 
 
@@ -221,3 +233,39 @@ def test_a_triton_convolutions_note_says_what_bounds_its_speed(generated: dict[s
     assert "tf32x3 (fp32 accuracy: three tensor-core passes" in generated["c2d_s2_p1_bias"].note
     chain = BuiltinGenerator().generate(GenerationRequest(problem=CASES["c2d_chain"], iteration=0))
     assert "hybrid: torch ops remain: conv" in chain.note and "tensor-core passes" not in chain.note
+
+
+def test_channels_last_variant_loads_whole_channel_vectors() -> None:
+    """Compiled for sm_90, the default (NCHW) implicit GEMM gathers its A tile in 4-byte copies; conv-nhwc reads
+    16-byte channel vectors only. Offered where each group has a multiple of 16 input channels and a transposed
+    convolution has stride 1; not for 3 input channels or strided transposed ones."""
+    if not _aot_available():
+        pytest.skip("Triton's CUDA backend (ptxas) is not installed")
+    import re
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    def copies(source: str) -> set[int]:
+        path = Path(__import__("tempfile").mkdtemp()) / "nhwc_ptx.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        (kernel, kw), = [(k, kw) for k, kw in _launches(source) if k.startswith("_conv_")]
+        fn = getattr(module, kernel)
+        options = {k: kw.pop(k) for k in ("num_warps", "num_stages") if k in kw}
+        params = list(inspect.signature(fn.fn).parameters)
+        sig = {p: "constexpr" if p in kw else ("*fp32" if p.endswith("_ptr") else "i32") for p in params}
+        attrs = {(i,): [["tt.divisibility", 16]] for i, p in enumerate(params) if p.endswith("_ptr")}
+        ptx = triton.compile(ASTSource(fn, sig, kw, attrs), target=GPUTarget("cuda", 90, 32), options=options).asm["ptx"]
+        return {int(m, 16) for m in re.findall(r"cp\.async\.c[ag]\.shared\.global[^,]*,[^,]*,\s*(0x[0-9a-f]+)", ptx)}
+
+    problem = _module("conv2d", *_AOT["conv2d"])
+    assert 4 in copies(_variant_source(problem, "default")[0])
+    assert copies(_variant_source(problem, "conv-nhwc")[0]) == {16}
+    for name in ("conv2d_cin3", "tconv2d_strided"):
+        keys = [v.key for v in variant_menu(_plan(_module(name, *_AOT[name]), {}, None)[1])]
+        assert "conv-nhwc" not in keys, name

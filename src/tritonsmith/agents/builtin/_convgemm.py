@@ -23,7 +23,7 @@ every tap and masks the (s - 1) / s of them that fall between input positions.
 
 from __future__ import annotations
 
-__all__ = ["ConvGeometry", "conv_geometry", "conv_kernel"]
+__all__ = ["ConvGeometry", "conv_geometry", "conv_kernel", "nhwc_ok"]
 
 import math
 from dataclasses import dataclass
@@ -252,6 +252,8 @@ def conv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
     for node in g.nodes[1:]:
         w.pointwise_line(node, epi, cache)
     epi += [w.store(o, FULL) for o in g.outputs]
+    if cfg.get("layout") == "nhwc" and nhwc_ok(plan, n):
+        return _nhwc_kernel(w, s, (xptr, wptr), m_text, cfg, epi)
     if s.transposed and cfg.get("phases", True):
         return _phase_kernel(w, s, (xptr, wptr), (bm, bn, bk), cfg, epi)
     row, _ = _row_base(s)
@@ -268,19 +270,103 @@ def conv_kernel(plan: Plan, g: Group, name: str, cfg: dict[str, Any]) -> KernelS
             [f"    wb = {wload}",
              "    # fp32 inputs: \"tf32x3\" (three tensor-core passes) or \"ieee\" keep fp32 accuracy; tf32 would not",
              "    acc = tl.dot(xa, wb, acc, input_precision=PRECISION)"])
-    co = f"grp * {s.cout_g} + rn" if s.groups > 1 else "rn"
-    sp = f"rm % {s.positions}" if s.batch > 1 else "rm"
-    tail = [f"co = {co}  # output channel",
-            (f"lin = (img[:, None] * {s.cout} + co[None, :]) * {s.positions} + ({sp})[:, None]" if s.batch > 1
-             else f"lin = co[None, :] * {s.positions} + rm[:, None]"),
-            "mask = mmask[:, None] & nmask[None, :]",
-            f"v{n.id} = acc"]
-    body = _head_lines(s, w.idx64, m_text) + row + loop + tail + epi
+    body = _head_lines(s, w.idx64, m_text) + row + loop + _tail(s, n) + epi
     title = (f"{_describe(s)}: implicit GEMM per group, M = {m_text} (image x output position), N = {s.cout_g} "
              f"(output channels per group), K = {s.k} (input channels per group x taps), fp32 accumulation "
              f"with tensor-core dots (PRECISION), then {len(g.nodes) - 1} fused ops.")
     return _gemm_source(w, title, s.k, body, f"(triton.cdiv({m_text}, {bm}) * triton.cdiv({s.cout_g}, {bn}), "
                         f"{s.groups})", (bm, bn, bk), cfg, "implicit-GEMM convolution")
+
+
+def _tail(s: ConvGeometry, n: Node) -> list[str]:
+    """After the K loop: each tile element's NCHW output index ``lin`` and mask, and the convolution's value."""
+    co = f"grp * {s.cout_g} + rn" if s.groups > 1 else "rn"
+    sp = f"rm % {s.positions}" if s.batch > 1 else "rm"
+    return [f"co = {co}  # output channel",
+            (f"lin = (img[:, None] * {s.cout} + co[None, :]) * {s.positions} + ({sp})[:, None]" if s.batch > 1
+             else f"lin = co[None, :] * {s.positions} + rm[:, None]"),
+            "mask = mmask[:, None] & nmask[None, :]",
+            f"v{n.id} = acc"]
+
+
+# -- channels-last (NHWC) staging -----------------------------------------------------------------------
+def nhwc_ok(plan: Plan, n: Node) -> bool:
+    """Can convolution ``n`` run on channels-last copies (``layout="nhwc"``)? Its input and filter are contiguous
+    tensors of their own (the launcher copies them), each group has a multiple of 16 input channels (whole
+    channel blocks per tap: no masks along k, aligned 16-byte loads), and a transposed one has stride 1 (a
+    shifted window; strided ones run by output phases)."""
+    s = conv_geometry(plan, n)
+    dense = all(st == _contiguous(b.shape) and off == 0 and tuple(b.shape) == tuple(a.shape)
+                for a, (b, st, off) in zip(n.args, (s.x, s.w), strict=True))
+    return dense and s.cin_g % 16 == 0 and not (s.transposed and any(st != 1 for st in s.stride))
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.insert(0, acc)
+        acc *= d
+    return tuple(out)
+
+
+def _nhwc_kernel(w: KernelWriter, s: ConvGeometry, ptrs: tuple[str, str], m_text: str, cfg: dict[str, Any],
+                 epi: list[str]) -> KernelSource:
+    """The implicit GEMM over channels-last copies of the input ([N, *spatial, C]) and filter ([C_out, *taps,
+    C_in/g]; transposed: [*taps, C_out/g, C_in]), made by the launcher: k runs over (tap, channel), so a tile's
+    k columns are BLOCK_K consecutive channels of one tap (16-byte loads where NCHW gathers 4-byte ones), and
+    each step's tap offset is one scalar added to the rows' window origins."""
+    n = w.g.nodes[0]
+    xptr, wptr = ptrs
+    nd, cg = len(s.outs), s.cin_g
+    bk = int(cfg.get("BLOCK_K", 32))
+    bk = next(b for b in (bk, 32, 16) if cg % b == 0)
+    pos = [cg * s.groups * _inner(s.ins, j) for j in range(nd)]  # NHWC stride of each spatial dim
+    rows = [f"h{j} = " + _sum([_term(f"o{j}", 1 if s.transposed else s.stride[j]),
+                                str(s.padding[j] if s.transposed else -s.padding[j]) if s.padding[j] else None]) +
+            f"  # window origin along spatial dim {j}" for j in range(nd)]
+    origin = ([_term("img", cg * s.groups * math.prod(s.ins))] if s.batch > 1 else []) + \
+        [_term(f"h{j}", pos[j]) for j in range(nd)] + ([_term("grp", cg)] if s.groups > 1 else [])
+    rows.append(f"xm = {_sum(origin)}  # NHWC address of each row's window origin (channel 0 of its group)")
+    sign = -1 if s.transposed else 1
+    step = ["t = k0 // " + str(cg) + "  # the filter tap of this step", f"c = k0 % {cg} + rk  # its input channels"]
+    inner = 1
+    conds = ["mmask[:, None]"]
+    shift: list[str | None] = []
+    for j in range(nd - 1, -1, -1):
+        if s.kernel[j] > 1:
+            step.append(f"t{j} = {'t' if inner == 1 else f'(t // {inner})'} % {s.kernel[j]}")
+            shift.append(_term(f"t{j}", sign * s.dilation[j] * pos[j]))
+            i, o, kk, st, p, d = s.ins[j], s.outs[j], s.kernel[j], s.stride[j], s.padding[j], s.dilation[j]
+            low = (kk - 1) * d > p if s.transposed else p > 0
+            high = (o - 1 + p >= i) if s.transposed else ((o - 1) * st - p + (kk - 1) * d >= i)
+            if low or high:
+                step.append(f"i{j} = h{j} {'-' if s.transposed else '+'} t{j} * {d}")
+                conds += ([f"(i{j} >= 0)[:, None]"] if low else []) + ([f"(i{j} < {i})[:, None]"] if high else [])
+        inner *= s.kernel[j]
+    taps_w = s.cout_g * cg * s.groups if s.transposed else cg  # filter elements between consecutive taps
+    wn = (f"rn * {cg * s.groups}" + (f" + grp * {cg}" if s.groups > 1 else "")) if s.transposed else \
+        (f"(grp * {s.cout_g} + rn) * {s.taps * cg}" if s.groups > 1 else f"rn * {s.taps * cg}")
+    wmask = ", mask=nmask[None, :], other=0.0" if s.cout_g % int(cfg.get("BLOCK_N", 64)) else ""
+    loop = ["acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)", f"wn = {wn}  # filter address of each output channel",
+            f"for k0 in range(0, K, BLOCK_K):"] + [f"    {ln}" for ln in step + [
+                f"xa = tl.load({xptr} + xm[:, None] + ({_sum(shift + ['c'])})[None, :], mask={' & '.join(conds)}, "
+                "other=0.0)",
+                f"wb = tl.load({wptr} + wn[None, :] + ({_term('t', taps_w)} + c)[:, None]{wmask})",
+                "# fp32 inputs: \"tf32x3\" (three tensor-core passes) or \"ieee\" keep fp32 accuracy; tf32 would not",
+                "acc = tl.dot(xa, wb, acc, input_precision=PRECISION)"]]
+    x_base, w_base = (w.bases.index(s.x[0]), w.bases.index(s.w[0]))
+    order = ", ".join(["0", *(str(2 + j) for j in range(nd)), "1"])
+    w_order = ", ".join([*(str(2 + j) for j in range(nd)), "1", "0"]) if s.transposed else order
+    w.prep += [f"a{x_base} = a{x_base}.permute({order}).contiguous()  # channels-last copy of the input",
+               f"a{w_base} = a{w_base}.permute({w_order}).contiguous()  # the filter with channels innermost"]
+    body = _head_lines(s, w.idx64, m_text) + rows + loop + _tail(s, n) + epi
+    title = (f"{_describe(s)}: implicit GEMM per group over channels-last copies, M = {m_text} (image x output "
+             f"position), N = {s.cout_g} (output channels per group), K = {s.k} (filter taps x input channels per "
+             f"group, channels innermost), fp32 accumulation with tensor-core dots (PRECISION), then "
+             f"{len(w.g.nodes) - 1} fused ops.")
+    tiles = (int(cfg.get("BLOCK_M", 128)), int(cfg.get("BLOCK_N", 64)), bk)
+    return _gemm_source(w, title, s.k, body, f"(triton.cdiv({m_text}, {tiles[0]}) * triton.cdiv({s.cout_g}, "
+                        f"{tiles[1]}), {s.groups})", tiles, cfg, "implicit-GEMM convolution, channels-last staging")
 
 
 def _phase_kernel(w: KernelWriter, s: ConvGeometry, ptrs: tuple[str, str], tiles: tuple[int, int, int],

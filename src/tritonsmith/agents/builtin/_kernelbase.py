@@ -65,6 +65,7 @@ class KernelWriter:
         # the row-major index (and its mask) full-rank values are read at: the group's own ``lin``, or a window
         # prologue's tap (``_window``: the elementwise chain before a pooling window, computed per tap)
         self.full_index: tuple[str, str] = ("lin", "mask")
+        self.prep: list[str] = []  # launcher lines run after the inputs are checked (a channels-last copy)
 
     def size(self, value: int, scaled: bool = True) -> str:
         """Size ``value`` (at the reference's shapes) as kernel or launcher text: the literal, or ``lead * c``
@@ -408,6 +409,7 @@ class KernelWriter:
             lines += [f"    {k} = {v}" for k, v in (values or {}).items()]
         for a, b in zip(args, self.bases, strict=True):
             lines.append(f"    _expect({a}, {self.shape_text(b)}, {self.strides_text(b)}, '{a}')")
+        lines += [f"    {ln}" for ln in self.prep]
         dev = f"{args[0]}.device" if args else "device"
         outs = []
         for i, o in enumerate(self.g.outputs):

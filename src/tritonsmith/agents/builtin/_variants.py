@@ -11,6 +11,7 @@ import torch
 
 from tritonsmith.agents.base import Attempt
 from tritonsmith.agents.builtin._convcl import eligible, plan_network
+from tritonsmith.agents.builtin._convgemm import nhwc_ok
 from tritonsmith.agents.builtin._hints import order_by_hints, profile_hints
 from tritonsmith.agents.builtin._ir import PW, SMS, Node
 from tritonsmith.agents.builtin._kernelbase import next_pow2
@@ -93,6 +94,12 @@ def _conv_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
     # 128x128 tiles spilled 52 registers on KernelBench 50_conv_standard_2D (11x11 filter, sm_90 AOT): not offered
     out = [Variant("conv-64x64", "64x64 convolution tiles, 4 warps, 3 stages (more programs)", base_opts,
                    {CONVS: {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 3}})]
+    convs = [g.nodes[0] for g in plan.groups if g.kind == CONVS]
+    if convs and all(nhwc_ok(plan, n) for n in convs):
+        # second, before other tiles: NCHW gathers the A tile in 4-byte copies (sm_90 PTX of KernelBench 56),
+        # channels-last reads whole 16-byte channel vectors; the copies cost one pass over input and filter
+        out.insert(0, Variant("conv-nhwc", "convolutions over channels-last copies of input and filter (k: tap, "
+                              "then channel; 16-byte tile loads)", base_opts, {CONVS: {"layout": "nhwc"}}))
     if any(g.kind == CONVS and g.nodes[0].attrs["transposed"] and any(s > 1 for s in g.nodes[0].attrs["stride"])
            for g in plan.groups):
         # the gather form computes its indices per element of the A tile: 128x32 of them spilled 38 registers
