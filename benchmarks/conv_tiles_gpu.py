@@ -1,7 +1,7 @@
 """Tile sweep of the built-in generator's implicit-GEMM convolutions (issue 19): which tiles, warps and stages
 each level-1 convolution of a KernelBench directory runs fastest with.
 
-    python benchmarks/conv_tiles_gpu.py KBDIR --aot [--only 56] [--json AOT.json]      # no GPU needed
+    python benchmarks/conv_tiles_gpu.py KBDIR --aot [--only 56] [--layout nhwc] [--json AOT.json]  # no GPU needed
     python benchmarks/conv_tiles_gpu.py KBDIR [--only 56 62 65 78] [--from-aot AOT.json] [--json OUT.json] \
         [--jobs 12] [--limit 40]
 
@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from tritonsmith.agents.builtin import _plan  # noqa: E402
+from tritonsmith.agents.builtin._convgemm import nhwc_ok  # noqa: E402
 from tritonsmith.agents.builtin._emit import emit_module  # noqa: E402
 from tritonsmith.agents.builtin._kernelbase import next_pow2  # noqa: E402
 from tritonsmith.agents.builtin._partition import CONVS  # noqa: E402
@@ -57,10 +58,11 @@ def grid(cout_g: int) -> list[dict[str, Any]]:
 
 
 def label(cfg: dict[str, Any]) -> str:
-    return f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}x{cfg['BLOCK_K']} w{cfg['num_warps']} s{cfg['num_stages']}"
+    tag = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}x{cfg['BLOCK_K']} w{cfg['num_warps']} s{cfg['num_stages']}"
+    return tag + (" nhwc" if cfg.get("layout") == "nhwc" else "")
 
 
-def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozenset()
+def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozenset(), layout: str = "nchw"
             ) -> tuple[Problem, list[tuple[dict[str, Any], str]]]:
     """The problem and its candidate's source per configuration (the first ``limit`` of the grid not in ``skip``:
     (problem, config) pairs that spilled or failed ahead of time)."""
@@ -69,6 +71,8 @@ def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozense
     conv = next(g for g in plan.groups if g.kind == CONVS)
     n = conv.nodes[0]
     cfgs = [c for c in grid(n.shape[1] // int(n.attrs["groups"])) if (path.stem, label(c)) not in skip][:limit]
+    if layout == "nhwc":  # the channels-last form (``conv-nhwc``) where the convolution allows it
+        cfgs = [{**c, "layout": "nhwc"} for c in cfgs] if nhwc_ok(plan, n) else []
     return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {CONVS: c}, f"sweep {label(c)}"))
                      for c in cfgs]
 
@@ -140,13 +144,13 @@ def _run_once(problem: Problem, mod: Any) -> tuple[Any, Any, list[Any]]:
 
 
 def measure(path: Path, jobs: int, limit: int | None, skip: set[tuple[str, str]],
-            rows: list[dict[str, Any]], save: Any) -> None:
+            rows: list[dict[str, Any]], save: Any, layout: str = "nchw") -> None:
     """Compile every configuration in ``jobs`` processes, then check and time each; rows are appended to ``rows``
     and ``save()`` is called after each (a run stopped by its time limit keeps what it measured)."""
     import torch
     from triton.testing import do_bench
 
-    problem, cands = sources(path, limit, skip)
+    problem, cands = sources(path, limit, skip, layout)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=__import__("multiprocessing").get_context("spawn")) as ex:
         warmed = list(ex.map(_warm, [(str(path), s) for _, s in cands]))
     cudnn_ms = None
@@ -193,6 +197,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=8, help="GPU: processes compiling the configurations first")
     ap.add_argument("--limit", type=int, help="the first N configurations of the grid only")
     ap.add_argument("--aot", action="store_true", help="no GPU: sm_90 registers/spills per configuration")
+    ap.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
+                    help="nhwc: the channels-last form (conv-nhwc) of the convolutions that allow it")
     ap.add_argument("--from-aot", type=Path, help="an --aot run's JSON: skip the configurations that spilled there")
     args = ap.parse_args()
     skip: set[tuple[str, str]] = set()
@@ -209,7 +215,7 @@ def main() -> int:
     for path in paths:
         try:
             if args.aot:
-                _, cands = sources(path, args.limit)
+                _, cands = sources(path, args.limit, layout=args.layout)
                 for cfg, src in cands:
                     facts = _aot(src)
                     status = "error" if facts["error"] else ("spills" if facts["spills"] > SPILL_BOUND else "ok")
@@ -217,7 +223,7 @@ def main() -> int:
                     print(f"{path.stem[:40]:<40} {label(cfg):<22} {status:<7} regs {facts['registers']:>3} "
                           f"spills {facts['spills']:>4} {facts['error'] or ''}", flush=True)
             else:
-                measure(path, args.jobs, args.limit, skip, rows, save)
+                measure(path, args.jobs, args.limit, skip, rows, save, args.layout)
         except KeyboardInterrupt:
             print("conv_tiles_gpu: stopped; the rows so far are kept", file=sys.stderr)
             break

@@ -70,3 +70,15 @@ def test_aot_rows_for_the_gpu_sweep(tmp_path: Path) -> None:
         sys.argv = argv
     rows = json.loads(out.read_text())["rows"]
     assert len(rows) == 2 and all(r["status"] == "ok" and r["registers"] > 0 for r in rows)
+
+
+def test_channels_last_sweep_only_where_the_convolution_allows_it(tmp_path: Path) -> None:
+    kb = tmp_path / "level1"
+    kb.mkdir()
+    odd, wide = kb / "7_conv_odd.py", kb / "8_conv_wide.py"
+    odd.write_text(textwrap.dedent(PROBLEM))  # 6 input channels: no channels-last form
+    wide.write_text(textwrap.dedent(PROBLEM).replace("nn.Conv2d(6,", "nn.Conv2d(16,").replace("3, 6, 13", "3, 16, 13"))
+    assert conv_tiles.sources(odd, limit=2, layout="nhwc")[1] == []
+    cands = conv_tiles.sources(wide, limit=2, layout="nhwc")[1]
+    assert len(cands) == 2 and all(c["layout"] == "nhwc" and ".permute(" in src for c, src in cands)
+    assert conv_tiles.label(cands[0][0]).endswith(" nhwc")
