@@ -463,3 +463,8 @@ def test_pooled_normalization_stores_only_statistics() -> None:
     assert len(rows) == 1 and len(windows) == 1 and all(g.kind in ("row", "window") for g in plan.groups)
     assert rows[0].outputs and all(o.numel == 2 * 4 for o in rows[0].outputs)
     assert {o.id for o in rows[0].outputs} <= {a.id for n in windows[0].prologue for a in n.node_args()}
+    # the statistics are per (image, group): the same across a window, so loaded once per output
+    src = BuiltinGenerator().generate(GenerationRequest(problem=FIRES["groupnorm_then_maxpool"][0], iteration=0)).source
+    window = (src or "").split("def _window_0_kernel(", 1)[1].split("\n\n\n", 1)[0]
+    before, loops = window.split("tl.static_range(", 1)
+    assert before.count("tl.load(") == 5 and loops.count("tl.load(") == 1  # 2 statistics, 3 per channel; x per tap

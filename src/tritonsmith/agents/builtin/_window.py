@@ -144,11 +144,13 @@ class _PrologueTap:
         self.w, self.x, self.lead = w, x, lead
         self.hoisted: dict[tuple[Any, ...], str] = {}
 
-    def _constant(self, a: Node) -> bool:
-        """Is external ``a``, read at ``x``'s shape, the same at every element of a window (zero strides along
-        every dimension but the leading, copied ones)?"""
-        bstrides = broadcast_strides(a.shape, layout(a, self.w.plan.owner)[1], tuple(self.x.shape))
-        return all(st == 0 for d, st in enumerate(bstrides) if d not in self.lead and self.x.shape[d] > 1)
+    def _constant(self, a: Node, use: tuple[int, ...]) -> bool:
+        """Is external ``a``, read at shape ``use`` (``x``'s or a reshape of it), the same at every element of a
+        window? The window's elements lie in one aligned block of ``x``'s row-major order (everything after the
+        leading, copied dimensions), so a dimension of ``use`` that ``a`` varies along must hold whole blocks."""
+        block = numel(tuple(s for d, s in enumerate(self.x.shape) if d not in self.lead))
+        bstrides = broadcast_strides(a.shape, layout(a, self.w.plan.owner)[1], use)
+        return all(st == 0 or numel(use[d + 1:]) % block == 0 for d, st in enumerate(bstrides) if use[d] > 1)
 
     def before(self, base: str) -> list[str]:
         """Loads of the window-constant inputs at ``base`` (the row-major index of the window's leading
@@ -158,11 +160,11 @@ class _PrologueTap:
         w = self.w
         w.full_index = (base, "mask")
         for node in w.g.prologue:
-            if node.kind != PW or node.shape != self.x.shape:
+            if node.kind != PW:
                 continue
             as_float = node.dtype.is_floating_point or node.op in ("where",)
             for a in node.node_args():
-                if not w.g.has(a) and not is_fill(resolve_base(a, w.plan.owner)) and self._constant(a):
+                if not w.g.has(a) and not is_fill(resolve_base(a, w.plan.owner)) and self._constant(a, node.shape):
                     var = w.value(a, node.shape, FULL, lines, cache, as_float)
                     self.hoisted[(a.id, node.shape, FULL)] = var
         w.full_index = ("lin", "mask")
