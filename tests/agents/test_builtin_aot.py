@@ -37,6 +37,11 @@ PROBLEMS = {
     # the chain before the pooling runs per tap inside the window kernel (its prologue), bias per channel
     "window_prologue": ("return F.max_pool2d(F.hardswish(self.conv(x) - 0.5), 2)", "[torch.randn(3, 5, 67, 71)]",
                         {"window"}),
+    # a 6x6x6 window (two poolings made one) and a 4x4 one after GroupNorm's chain: unrolled whole, they spilled
+    "window_prologue_large": ("return F.max_pool3d(F.max_pool3d(self.conv(x), 2), 3)",
+                              "[torch.randn(2, 4, 33, 35, 37)]", {"window"}),
+    "window_prologue_stats": ("return F.max_pool2d(self.gn(self.conv(x)) * 2.0, 4)", "[torch.randn(3, 5, 67, 71)]",
+                              {"row", "window"}),
     "dwconv": ("return torch.relu(self.conv(x))", "[torch.randn(2, 6, 33, 35)]", {"window"}),
     # a DenseNet block's BatchNorm over the concatenation of many layers' outputs (41 sources)
     "dense_cat": ("return torch.relu(self.bn(torch.cat([x] + [c(x) for c in self.convs], 1)))",
@@ -44,6 +49,8 @@ PROBLEMS = {
 }
 INIT = {"dwconv": "self.conv = nn.Conv2d(6, 12, 3, padding=1, groups=6)",
         "window_prologue": "self.conv = nn.Conv2d(5, 8, 3)",
+        "window_prologue_large": "self.conv = nn.ConvTranspose3d(4, 8, 3)",
+        "window_prologue_stats": "self.conv = nn.Conv2d(5, 16, 3)\n        self.gn = nn.GroupNorm(4, 16)",
         "linear_bias": "self.fc = nn.Linear(1031, 8191)",
         "dense_cat": "self.convs = nn.ModuleList(nn.Conv2d(64, 32, 1, bias=False) for _ in range(30))\n"
                      "        self.bn = nn.BatchNorm2d(64 + 30 * 32)"}

@@ -72,6 +72,9 @@ def _index_lines(lead: list[tuple[int, int]], wins: list[WindowDim], offset: int
     return lines, offset_expr("q", shape, tuple(st for _, st in lead), offset)
 
 
+_UNROLLED_PROLOGUE_TAPS = 8  # window elements a prologue kernel unrolls whole (78's first 2x2x2 window: 0 spills)
+
+
 def _window_loops(n: Node, wins: list[WindowDim], ptr: str, base: str, fp32: str,
                   tap: _PrologueTap | None = None) -> list[str]:
     """The unrolled window: nested static loops, per-dim masks only where padding can be hit, fp32 acc.
@@ -82,11 +85,16 @@ def _window_loops(n: Node, wins: list[WindowDim], ptr: str, base: str, fp32: str
     if tap is not None:
         lines += tap.before("p_")
     depth, m, p = 0, "mask", "p_"
+    inner = max((j for j, dim in enumerate(wins) if dim.k > 1), default=-1)
+    # a prologue's taps unrolled over the whole window spilled (78's 6x6x6 window: 3492 registers; 85's 4x4 with
+    # GroupNorm's chain: 22; sm_90 AOT): there, only the innermost windowed dim is unrolled, the others loop
+    rolled = tap is not None and numel(tuple(d.k for d in wins)) > _UNROLLED_PROLOGUE_TAPS
     for j, dim in enumerate(wins):
         pad = "    " * depth
         pos = f"start{j}"
         if dim.k > 1:
-            lines.append(f"{pad}for k{j} in tl.static_range({dim.k}):")
+            loop = "range" if rolled and j != inner else "tl.static_range"
+            lines.append(f"{pad}for k{j} in {loop}({dim.k}):")
             depth += 1
             pad = "    " * depth
             pos = f"start{j} + k{j}" + (f" * {dim.d}" if dim.d != 1 else "")
