@@ -37,7 +37,9 @@ def launches(source: str) -> list[tuple[str, int, dict[str, Any]]]:
     return out
 
 
-def compile_candidate(path: Path, arch: int) -> list[dict[str, Any]]:
+def compile_candidate(path: Path, arch: int, shared_stores: bool = True) -> list[dict[str, Any]]:
+    """Registers, spills and shared memory of each kernel the candidate at ``path`` launches, compiled for
+    ``sm_<arch>``; ``shared_stores`` also counts its ``st.shared`` instructions (a second compile)."""
     from tritonsmith.profiler._aot import compile_kernel
 
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -54,7 +56,8 @@ def compile_candidate(path: Path, arch: int) -> list[dict[str, Any]]:
         rows.append({"kernel": name, "registers": facts.registers, "spills": facts.spills,
                      "shared_bytes": facts.shared_bytes, "num_warps": options.get("num_warps", 4),
                      "num_stages": options.get("num_stages", 3), "error": facts.error,
-                     "shared_stores": None if facts.error else _shared_stores(fn, signature, kw, arch, options)})
+                     "shared_stores": None if facts.error or not shared_stores else
+                     _shared_stores(fn, signature, kw, arch, options)})
     return rows
 
 

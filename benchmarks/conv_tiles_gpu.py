@@ -13,7 +13,7 @@ against the reference (one call on fresh random inputs, cuDNN's TF32 off for the
 and times it with ``triton.testing.do_bench`` (median ms), with cuDNN (PyTorch's default TF32, as
 torch.compile calls it) timed alongside. Prints each problem's configurations fastest first, and writes
 the rows as JSON after every problem. ``--aot`` compiles every configuration for sm_90 ahead of time on
-the CPU and reports registers, spills and shared memory only: no timing exists there.
+the CPU and reports registers and spills only: no timing exists there.
 
 This is a tuning sweep, not the evaluator: the chosen configurations go into ``_variants._conv_config`` (or a
 variant) and are then verified and timed by the suite (``tritonsmith bench``), which alone reports speedups.
@@ -34,7 +34,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
+from builtin_aot import compile_candidate  # noqa: E402
 from tritonsmith.agents.builtin import _plan  # noqa: E402
 from tritonsmith.agents.builtin._convgemm import nhwc_ok  # noqa: E402
 from tritonsmith.agents.builtin._emit import emit_module  # noqa: E402
@@ -88,30 +90,15 @@ def _load(src: str, tag: str) -> Any:
 
 
 def _aot(src: str) -> dict[str, Any]:
-    """Registers, spills and shared memory of every kernel the candidate launches, compiled for sm_90."""
-    import ast
-    import inspect
-
-    from tritonsmith.profiler._aot import compile_kernel
-
-    mod = _load(src, "aot")
-    facts: dict[str, Any] = {"spills": 0, "registers": 0, "error": None}
-    for call in ast.walk(ast.parse(src)):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
-                and isinstance(call.func.value, ast.Name)):
-            continue
-        kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
-        fn = getattr(mod, call.func.value.id)
-        opts = {k: kw.pop(k) for k in ("num_warps", "num_stages") if k in kw}
-        sig = {p: "constexpr" if p in kw else ("*fp32" if p.endswith("_ptr") else "i32")
-               for p in inspect.signature(fn.fn).parameters}
-        f = compile_kernel(fn, sig, kw, arch=90, **opts)
-        if f.error:
-            return {**facts, "error": f.error[:200]}
-        facts["spills"] = max(facts["spills"], f.spills or 0)
-        facts["registers"] = max(facts["registers"], f.registers or 0)
-        facts["shared"] = max(facts.get("shared", 0), getattr(f, "shared", 0) or 0)
-    return facts
+    """Registers and spills (the largest over the kernels it launches) of a candidate compiled for sm_90."""
+    path = Path(tempfile.mkdtemp(prefix="conv_tiles_")) / "cand_aot.py"
+    path.write_text(src)
+    rows = compile_candidate(path, 90, shared_stores=False)
+    error = next((r["error"] for r in rows if r["error"]), None)
+    if error:
+        return {"spills": 0, "registers": 0, "error": str(error)[:200]}
+    return {"spills": max(r["spills"] or 0 for r in rows), "registers": max(r["registers"] or 0 for r in rows),
+            "error": None}
 
 
 def _warm(job: tuple[str, str]) -> tuple[bool, str]:

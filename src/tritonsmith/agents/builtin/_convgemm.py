@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tritonsmith.agents.builtin._ir import Node
+from tritonsmith.agents.builtin._ir import Node, contiguous_strides
 from tritonsmith.agents.builtin._kernelbase import KernelSource, KernelWriter
 from tritonsmith.agents.builtin._partition import FULL, Group, Plan, layout
 
@@ -296,17 +296,9 @@ def nhwc_ok(plan: Plan, n: Node) -> bool:
     channel blocks per tap: no masks along k, aligned 16-byte loads), and a transposed one has stride 1 (a
     shifted window; strided ones run by output phases)."""
     s = conv_geometry(plan, n)
-    dense = all(st == _contiguous(b.shape) and off == 0 and tuple(b.shape) == tuple(a.shape)
+    dense = all(st == contiguous_strides(b.shape) and off == 0 and tuple(b.shape) == tuple(a.shape)
                 for a, (b, st, off) in zip(n.args, (s.x, s.w), strict=True))
     return dense and s.cin_g % 16 == 0 and not (s.transposed and any(st != 1 for st in s.stride))
-
-
-def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.insert(0, acc)
-        acc *= d
-    return tuple(out)
 
 
 def _nhwc_kernel(w: KernelWriter, s: ConvGeometry, ptrs: tuple[str, str], m_text: str, cfg: dict[str, Any],

@@ -99,6 +99,12 @@ class Graph:
         return out
 
 
+def is_elementwise(n: Node) -> bool:
+    """An op that maps each element on its own index (not a concatenation or an index ramp), or a reshape: its
+    value at a row-major index reads its inputs at that same index."""
+    return (n.kind == PW and n.op not in ("cat", "iota")) or (n.kind == VIEW and n.attrs.get("how") == "reshape")
+
+
 def is_fill(n: Node) -> bool:
     """A constant-filled tensor (``torch.full``/``zeros_like``/...): no memory read, inlined where it is used."""
     return n.kind == PW and n.op == "full"

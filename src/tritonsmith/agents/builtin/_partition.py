@@ -14,7 +14,7 @@ import torch
 
 from tritonsmith.agents.builtin._ir import (
     CONV, EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph, Lead, Node, UnsupportedError,
-    contiguous_strides, is_fill, numel,
+    contiguous_strides, is_elementwise, is_fill, numel,
 )
 
 __all__ = ["PRO", "Group", "Plan", "RowDomain", "apply_view", "layout", "layout_at", "partition", "resolve_base"]
@@ -219,8 +219,7 @@ class _Partitioner:
         chain = set(latest.rank)
         for m in latest.nodes:
             # elementwise ops and reshapes of x's elements: the taps' row-major index of x is theirs too
-            ok = (m.kind == PW and m.op not in ("cat", "iota")) or (m.kind == VIEW and m.attrs["how"] == "reshape")
-            if not ok or m.numel != x.numel or latest.rank[m.id] != FULL:
+            if not is_elementwise(m) or m.numel != x.numel or latest.rank[m.id] != FULL:
                 return False
             if m.id in self.returned or not self.users.get(m.id, set()) <= chain | {n.id}:
                 return False

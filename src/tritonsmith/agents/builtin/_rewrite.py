@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from tritonsmith.agents.builtin._ir import (CONV, EXTERN, INPUT, MM, PARAM, PW, REDUCE, SCAN, VIEW, WINDOW, Graph,
-                                            Lowering, Node, is_fill)
+                                            Lowering, Node, is_elementwise, is_fill)
 
 __all__ = ["REWRITES", "rewrite"]
 
@@ -750,8 +750,7 @@ def _feeds_reductions(u: Node, uses: _Uses, size: int) -> bool:
     whose every reader is such (a variance's ``(x - mean)**2``), and never a model output."""
     if u.numel < size:
         return True
-    elementwise = (u.kind == PW and u.op not in ("cat", "iota")) or (u.kind == VIEW and u.attrs.get("how") == "reshape")
-    return elementwise and u.id not in uses.outputs and all(_feeds_reductions(r, uses, size)
+    return is_elementwise(u) and u.id not in uses.outputs and all(_feeds_reductions(r, uses, size)
                                                             for r in uses.users.get(u.id, []))
 
 
@@ -765,9 +764,7 @@ def _elementwise_cone(x: Node) -> list[Node]:
             continue
         cone[n.id] = n
         for a in n.node_args():
-            elementwise = (a.kind == PW and a.op not in ("cat", "iota")) or (a.kind == VIEW and a.attrs.get("how") ==
-                                                                           "reshape")
-            if elementwise and a.numel == x.numel and not is_fill(a):
+            if is_elementwise(a) and a.numel == x.numel and not is_fill(a):
                 stack.append(a)
     return list(cone.values())
 
