@@ -20,6 +20,8 @@
 #              default .runs/suite; GEN_JOBS kernels at once; GEN_ARGS=--resume goes on from what an earlier call
 #              on the same machine finished) -> generalize/
 #   convtriton the Triton convolutions vs cuDNN and torch.compile, dev level 1 (issue 19) -> conv_triton.{json,log}
+#   convtiles  implicit-GEMM convolution tiles checked and timed against cuDNN ($TILES_ARGS: conv_tiles_gpu.py's
+#              options, e.g. --layout nhwc --from-aot AOT.json --only 56 62) -> conv_tiles.{json,log}
 #   rowk       row-reduction kernels of chosen launchers timed alone, with source variants ($ROWK) -> row_kernels.md
 #   wtg        where the device time goes, eager vs torch.compile vs candidates, kernel by kind ($WTG: pairs
 #              PROBLEM.py=CAND.py[,CAND.py]; see benchmarks/where_time_goes_gpu.py) -> where_time_goes.{md,json}
@@ -136,6 +138,10 @@ for phase in "$@"; do
       # shellcheck disable=SC2086
       tmo "${CONVT_S:-290}" python3 benchmarks/conv_triton_gpu.py .kb --json "$OUT/conv_triton.json" ${CONVT_ARGS:-} \
         2>&1 | grep -v Warning | tee "$OUT/conv_triton.log" | tail -40 ;;
+    convtiles)
+      # shellcheck disable=SC2086
+      tmo "${TILES_S:-240}" python3 benchmarks/conv_tiles_gpu.py "${KB:-.kb}" --json "$OUT/conv_tiles.json" ${TILES_ARGS:-} \
+        2>&1 | grep -v Warning | tee "$OUT/conv_tiles.log" | tail -30 ;;
     wtg)
       # shellcheck disable=SC2086
       tmo "${WTG_S:-300}" python3 benchmarks/where_time_goes_gpu.py --json "$OUT/where_time_goes.json" ${WTG:-} 2>&1 \
