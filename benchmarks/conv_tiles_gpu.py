@@ -4,6 +4,10 @@ each level-1 convolution of a KernelBench directory runs fastest with.
     python benchmarks/conv_tiles_gpu.py KBDIR --aot [--only 56] [--layout nhwc] [--json AOT.json]  # no GPU needed
     python benchmarks/conv_tiles_gpu.py KBDIR [--only 56 62 65 78] [--from-aot AOT.json] [--json OUT.json] \
         [--jobs 12] [--limit 40]
+    python benchmarks/conv_tiles_gpu.py KBDIR --kind matmul --only 6 7 [...]   # level 1's matmuls instead
+
+With ``--kind matmul`` the same sweep runs over the matmul group of level 1's matmul problems (tiles, ``GROUP_M``
+kept, tf32x3 kept); the baseline is then PyTorch's float32 matmul (TF32 off: PyTorch's default for matmuls).
 
 Per problem, the generator's first candidate is written once per configuration of the grid (the configuration as
 the convolution group's override: ``BLOCK_M`` x ``BLOCK_N`` x ``BLOCK_K``, ``num_warps``, ``num_stages``; the
@@ -41,7 +45,7 @@ from tritonsmith.agents.builtin import _plan  # noqa: E402
 from tritonsmith.agents.builtin._convgemm import nhwc_ok  # noqa: E402
 from tritonsmith.agents.builtin._emit import emit_module  # noqa: E402
 from tritonsmith.agents.builtin._kernelbase import next_pow2  # noqa: E402
-from tritonsmith.agents.builtin._partition import CONVS  # noqa: E402
+from tritonsmith.agents.builtin._partition import CONVS, MATMUL  # noqa: E402
 from tritonsmith.core.problem import Problem  # noqa: E402
 
 SPILL_BOUND = 8  # registers: the AOT tests' bound
@@ -59,17 +63,32 @@ def grid(cout_g: int) -> list[dict[str, Any]]:
     return out
 
 
+def grid_mm() -> list[dict[str, Any]]:
+    """The matmul configurations tried: 64-256 square-ish tiles up to 256 x 128 outputs, K steps of 16-64."""
+    out = []
+    for bm, bn, bk, (warps, stages) in itertools.product((64, 128, 256), (64, 128, 256), (16, 32, 64),
+                                                          ((4, 3), (8, 3), (8, 4), (8, 2))):
+        if bm * bn <= 256 * 128:
+            out.append({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps, "num_stages": stages})
+    return out
+
+
 def label(cfg: dict[str, Any]) -> str:
     tag = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}x{cfg['BLOCK_K']} w{cfg['num_warps']} s{cfg['num_stages']}"
     return tag + (" nhwc" if cfg.get("layout") == "nhwc" else "")
 
 
-def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozenset(), layout: str = "nchw"
-            ) -> tuple[Problem, list[tuple[dict[str, Any], str]]]:
+def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozenset(), layout: str = "nchw",
+            kind: str = "conv") -> tuple[Problem, list[tuple[dict[str, Any], str]]]:
     """The problem and its candidate's source per configuration (the first ``limit`` of the grid not in ``skip``:
     (problem, config) pairs that spilled or failed ahead of time)."""
     problem = Problem.from_file(path)
     traced, plan = _plan(problem, {}, None)
+    if kind == "matmul":
+        next(g for g in plan.groups if g.kind == MATMUL)  # StopIteration: no Triton matmul in the plan
+        cfgs = [c for c in grid_mm() if (path.stem, label(c)) not in skip][:limit]
+        return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {MATMUL: c}, f"sweep {label(c)}"))
+                         for c in cfgs]
     conv = next(g for g in plan.groups if g.kind == CONVS)
     n = conv.nodes[0]
     cfgs = [c for c in grid(n.shape[1] // int(n.attrs["groups"])) if (path.stem, label(c)) not in skip][:limit]
@@ -131,13 +150,13 @@ def _run_once(problem: Problem, mod: Any) -> tuple[Any, Any, list[Any]]:
 
 
 def measure(path: Path, jobs: int, limit: int | None, skip: set[tuple[str, str]],
-            rows: list[dict[str, Any]], save: Any, layout: str = "nchw") -> None:
+            rows: list[dict[str, Any]], save: Any, layout: str = "nchw", kind: str = "conv") -> None:
     """Compile every configuration in ``jobs`` processes, then check and time each; rows are appended to ``rows``
     and ``save()`` is called after each (a run stopped by its time limit keeps what it measured)."""
     import torch
     from triton.testing import do_bench
 
-    problem, cands = sources(path, limit, skip, layout)
+    problem, cands = sources(path, limit, skip, layout, kind)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=__import__("multiprocessing").get_context("spawn")) as ex:
         warmed = list(ex.map(_warm, [(str(path), s) for _, s in cands]))
     cudnn_ms = None
@@ -162,7 +181,7 @@ def measure(path: Path, jobs: int, limit: int | None, skip: set[tuple[str, str]]
                      "vs_cudnn": round(cudnn_ms / row["ms"], 3)})
         save()
         print(f"{path.stem[:40]:<40} {label(cfg):<22} {rows[-1]['status']:<8} {row['ms']:9.3f} ms  "
-              f"cuDNN {cudnn_ms:8.3f} ms  {rows[-1]['vs_cudnn']:.3f}x", flush=True)
+              f"torch {cudnn_ms:8.3f} ms  {rows[-1]['vs_cudnn']:.3f}x", flush=True)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -186,12 +205,14 @@ def main() -> int:
     ap.add_argument("--aot", action="store_true", help="no GPU: sm_90 registers/spills per configuration")
     ap.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
                     help="nhwc: the channels-last form (conv-nhwc) of the convolutions that allow it")
+    ap.add_argument("--kind", choices=["conv", "matmul"], default="conv", help="which group's tiles to sweep")
     ap.add_argument("--from-aot", type=Path, help="an --aot run's JSON: skip the configurations that spilled there")
     args = ap.parse_args()
     skip: set[tuple[str, str]] = set()
     if args.from_aot:
         skip = {(r["problem"], r["config"]) for r in json.loads(args.from_aot.read_text())["rows"] if r["status"] != "ok"}
-    paths = sorted((args.kernelbench / "level1").glob("*conv*.py"), key=lambda p: int(p.stem.split("_")[0]))
+    pattern = "*conv*.py" if args.kind == "conv" else "*atmul*.py"
+    paths = sorted((args.kernelbench / "level1").glob(pattern), key=lambda p: int(p.stem.split("_")[0]))
     paths = [p for p in paths if not args.only or p.stem.split("_")[0] in args.only]
     rows: list[dict[str, Any]] = []
 
@@ -202,7 +223,7 @@ def main() -> int:
     for path in paths:
         try:
             if args.aot:
-                _, cands = sources(path, args.limit, layout=args.layout)
+                _, cands = sources(path, args.limit, layout=args.layout, kind=args.kind)
                 for cfg, src in cands:
                     facts = _aot(src)
                     status = "error" if facts["error"] else ("spills" if facts["spills"] > SPILL_BOUND else "ok")
@@ -210,12 +231,12 @@ def main() -> int:
                     print(f"{path.stem[:40]:<40} {label(cfg):<22} {status:<7} regs {facts['registers']:>3} "
                           f"spills {facts['spills']:>4} {facts['error'] or ''}", flush=True)
             else:
-                measure(path, args.jobs, args.limit, skip, rows, save, args.layout)
+                measure(path, args.jobs, args.limit, skip, rows, save, args.layout, args.kind)
         except KeyboardInterrupt:
             print("conv_tiles_gpu: stopped; the rows so far are kept", file=sys.stderr)
             break
-        except StopIteration:  # no Triton convolution in this problem's plan (a depthwise window)
-            print(f"{path.stem}: no implicit-GEMM convolution in its plan, skipped", flush=True)
+        except StopIteration:  # no Triton convolution (a depthwise window) or matmul in this problem's plan
+            print(f"{path.stem}: no Triton {args.kind} group in its plan, skipped", flush=True)
         save()
     print(table(rows))
     return 0

@@ -82,3 +82,35 @@ def test_channels_last_sweep_only_where_the_convolution_allows_it(tmp_path: Path
     cands = conv_tiles.sources(wide, limit=2, layout="nhwc")[1]
     assert len(cands) == 2 and all(c["layout"] == "nhwc" and ".permute(" in src for c, src in cands)
     assert conv_tiles.label(cands[0][0]).endswith(" nhwc")
+
+
+MATMUL_PROBLEM = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+def get_inputs():
+    return [torch.randn(37, 19), torch.randn(19, 45)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_matmul_sweep_writes_each_tile_into_the_matmul_launch(tmp_path: Path) -> None:
+    kb = tmp_path / "level1"
+    kb.mkdir()
+    path = kb / "9_Matmul_odd.py"
+    path.write_text(textwrap.dedent(MATMUL_PROBLEM))
+    cfgs = conv_tiles.grid_mm()
+    assert len({conv_tiles.label(c) for c in cfgs}) == len(cfgs)
+    assert all(c["BLOCK_M"] * c["BLOCK_N"] <= 256 * 128 for c in cfgs)
+    _, cands = conv_tiles.sources(path, limit=4, kind="matmul")
+    assert [c for c, _ in cands] == cfgs[:4]
+    for cfg, src in cands:
+        launch = next(line for line in src.splitlines() if "_matmul_0_kernel[" in line)
+        assert f"BLOCK_M={cfg['BLOCK_M']}" in launch and f"BLOCK_K={cfg['BLOCK_K']}" in launch
+        assert f"num_stages={cfg['num_stages']}" in launch and "PRECISION='tf32x3'" in launch
