@@ -406,7 +406,14 @@ def test_matmul_precision_choice_and_variants() -> None:
     cfg = group_config(plan.groups[0], {"presplit": True})
     assert cfg["precision"] == "3xtf32" and cfg["BLOCK_N"] == 256 and cfg["num_stages"] == 3
     keys = [v.key for v in variant_menu(plan)]
-    assert keys == ["default", "ieee", "mm-128x128", "mm-64x64", "mm-3xtf32", "static-shapes"]  # specialised last
+    # a bare matmul (nothing fused after it) tries 64-deep K steps second (ieee only follows a wrong answer)
+    assert keys == ["default", "ieee", "mm-k64", "mm-128x128", "mm-64x64", "mm-3xtf32", "static-shapes"]
+    assert group_config(plan.groups[0], variant_menu(plan)[2].overrides["matmul"])["BLOCK_K"] == 64
+    small_k = _problem("small_k", "        pass", "a, b):\n        return torch.matmul(a, b)",
+                       "[torch.randn(300, 64), torch.randn(64, 200)]")
+    _, plan = _plan(small_k, {}, None)
+    assert group_config(plan.groups[0], {})["BLOCK_K"] == 64  # K <= 64: one 64-deep step is the default
+    assert "mm-k64" not in [v.key for v in variant_menu(plan)]
     thin = CASES["linear_epilogue"][0]  # low FLOPs per operand byte: the split pass would not pay
     _, plan = _plan(thin, {}, None)
     assert group_config(plan.groups[0], {})["precision"] == "tf32x3"
