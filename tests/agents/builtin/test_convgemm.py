@@ -269,3 +269,17 @@ def test_channels_last_variant_loads_whole_channel_vectors() -> None:
     for name in ("conv2d_cin3", "tconv2d_strided"):
         keys = [v.key for v in variant_menu(_plan(_module(name, *_AOT[name]), {}, None)[1])]
         assert "conv-nhwc" not in keys, name
+
+
+def test_channels_last_tiles_of_standard_and_transposed_convolutions() -> None:
+    """conv-nhwc runs standard convolutions in 256x64x16 tiles (the H100 sweep's choice for KernelBench 56 and 62,
+    where 16-deep K steps beat 32-deep ones at every tile); transposed ones, not swept, keep the default tiles."""
+    from tritonsmith.agents.builtin._partition import CONVS
+
+    def nhwc(case: str) -> dict:
+        plan = _plan(CASES[case], {}, None)[1]
+        return next(v for v in variant_menu(plan) if v.key == "conv-nhwc").overrides[CONVS]
+
+    assert nhwc("n2d_s2_p1_bias") == {"layout": "nhwc", "BLOCK_M": 256, "BLOCK_K": 16}
+    assert nhwc("n1d_dil_pad") == {"layout": "nhwc", "BLOCK_M": 256, "BLOCK_K": 16}
+    assert nhwc("nt2d_s1_groups") == {"layout": "nhwc"}

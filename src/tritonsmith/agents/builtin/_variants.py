@@ -98,8 +98,12 @@ def _conv_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
     if convs and all(nhwc_ok(plan, n) for n in convs):
         # second, before other tiles: NCHW gathers the A tile in 4-byte copies (sm_90 PTX of KernelBench 56),
         # channels-last reads whole 16-byte channel vectors; the copies cost one pass over input and filter
+        # tiles from the H100 sweep (2026-12-08, benchmarks/results/h100-2026-12-08-s19): on KernelBench 56 and
+        # 62, 256x64x16 (8 warps, 3 stages) ran 1.8x faster than 128x64x32 (16.5 ms against 30.2, 10.7 against
+        # 19.0) and 16-deep steps beat 32-deep ones at every tile; transposed convolutions were not swept
+        tiles = {} if any(n.attrs["transposed"] for n in convs) else {"BLOCK_M": 256, "BLOCK_K": 16}
         out.insert(0, Variant("conv-nhwc", "convolutions over channels-last copies of input and filter (k: tap, "
-                              "then channel; 16-byte tile loads)", base_opts, {CONVS: {"layout": "nhwc"}}))
+                              "then channel; 16-byte tile loads)", base_opts, {CONVS: {"layout": "nhwc", **tiles}}))
     if any(g.kind == CONVS and g.nodes[0].attrs["transposed"] and any(s > 1 for s in g.nodes[0].attrs["stride"])
            for g in plan.groups):
         # the gather form computes its indices per element of the A tile: 128x32 of them spilled 38 registers
