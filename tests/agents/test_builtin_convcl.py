@@ -3,6 +3,7 @@ order, run for real on the Triton interpreter against the reference (two trials 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -196,11 +197,41 @@ def resolve(a: Any, plan: Any) -> Any:
     return resolve_base(a, plan.owner)
 
 
-def test_net_cl_not_offered_for_a_single_convolution() -> None:
-    problem = _problem("single", "        self.conv = nn.Conv2d(3, 4, 3)",
-                       "        return F.group_norm(self.conv(x), 2)", "[torch.randn(2, 3, 8, 9)]")
-    state = BuiltinGenerator()._state(problem)
-    assert state.error is None and "net-cl" not in [v.key for v in state.menu]
+SINGLES = {
+    # one convolution feeding reductions (GroupNorm's statistics, a global mean): net-cl second, its kernels
+    # reading the convolution's channels-last output through its strides
+    "single_gn": _problem("single_gn", "        self.conv = nn.Conv2d(3, 4, 3)",
+                          "        return F.group_norm(self.conv(x), 2)", "[torch.randn(2, 3, 8, 9)]"),
+    "single_gelu_mean": _problem("single_gelu_mean", "        self.conv = nn.Conv2d(5, 6, 3)",
+                                 "        return F.gelu(self.conv(x)).mean(dim=(2, 3))", "[torch.randn(3, 5, 9, 7)]"),
+}
+
+
+def test_net_cl_for_a_single_convolution_feeding_reductions(tmp_path: Path) -> None:
+    """H100 2026-12-08: cuDNN ran KernelBench L2 67's and 73's NCHW convolutions (8 input channels) in FP32 FFMA
+    kernels at twice the time of torch.compile's channels-last TF32 call; the variant is their second attempt."""
+    from tritonsmith.agents.builtin import _write
+
+    pairs = {}
+    for name, problem in SINGLES.items():
+        state = BuiltinGenerator()._state(problem)
+        keys = [v.key for v in state.menu]
+        assert state.error is None and keys.index("net-cl") == 1, keys
+        variant = state.menu[1]
+        assert "the convolution channels-last" in variant.why
+        src = _write(problem, state, variant)[2]
+        assert src.count("_to_channels_last(") == 2  # the helper's def and one call
+        pairs[name] = (problem.source, src)
+    for name, result in run_on_interpreter(tmp_path, pairs).items():
+        assert result["ok"], (name, result["detail"])
+
+
+def test_net_cl_not_offered_for_a_single_convolution_with_one_pointwise_epilogue() -> None:
+    """That is conv-cl's case (first on the menu); net-cl would write the same kernels."""
+    problem = _problem("single_pw", "        self.conv = nn.Conv2d(3, 4, 3)",
+                       "        return torch.relu(self.conv(x)) * 0.5", "[torch.randn(2, 3, 8, 9)]")
+    keys = [v.key for v in BuiltinGenerator()._state(problem).menu]
+    assert keys[0] == "conv-cl" and "net-cl" not in keys
 
 
 

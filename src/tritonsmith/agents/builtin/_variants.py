@@ -338,14 +338,20 @@ def variant_menu(plan: Plan) -> list[Variant]:
 
 def _net_cl(plan: Plan, first: Variant) -> Variant | None:
     """net-cl (``_convcl.plan_network``) on top of the ``first`` variant, where a network has several torch
-    convolutions and at least one reads the channels-last output of a kernel before it (a single
-    convolution with one epilogue is conv-cl's case)."""
+    convolutions and at least one reads the channels-last output of a kernel before it, or where one
+    convolution feeds reductions or windows (a single convolution with one pointwise epilogue is conv-cl's
+    case). The second: on the H100 (2026-12-08, ``where_time_goes_gpu.py``) cuDNN ran KernelBench L2 67's and
+    73's NCHW convolutions (8 input channels) in FP32 FFMA kernels, 2.66 and 0.67 ms, where torch.compile's
+    channels-last call took a TF32 kernel, 1.31 and 0.33 ms."""
     net = plan_network(plan)
-    if net is None or len(net.convs) < 2 or not net.direct:
+    single = net is not None and len(net.convs) == 1 and eligible(plan) is None
+    if net is None or not (single or (len(net.convs) >= 2 and net.direct)):
         return None
     pw = {**first.overrides.get(POINTWISE, {}), "channels_last": True}
-    return Variant("net-cl", f"channels-last across the network: {len(net.convs)} convolutions, "
-                   f"{len(net.direct)} without a transpose", {**first.options, "net_cl": True},
+    what = ("the convolution channels-last (a Triton input transpose) and the kernels reading it by its strides"
+            if single else f"channels-last across the network: {len(net.convs)} convolutions, {len(net.direct)} "
+            "without a transpose")
+    return Variant("net-cl", what, {**first.options, "net_cl": True},
                    {**first.overrides, POINTWISE: pw})
 
 
