@@ -5,6 +5,7 @@ each level-1 convolution of a KernelBench directory runs fastest with.
     python benchmarks/conv_tiles_gpu.py KBDIR [--only 56 62 65 78] [--from-aot AOT.json] [--json OUT.json] \
         [--jobs 12] [--limit 40]
     python benchmarks/conv_tiles_gpu.py KBDIR --kind matmul --only 6 7 [...]   # level 1's matmuls instead
+    python benchmarks/conv_tiles_gpu.py KBDIR --prior EARLIER.json --limit 12 [...]  # the 12 best-known first
 
 With ``--kind matmul`` the same sweep runs over the matmul group of level 1's matmul problems (tiles, ``GROUP_M``
 kept, tf32x3 kept); the baseline is then PyTorch's float32 matmul (TF32 off: PyTorch's default for matmuls).
@@ -30,6 +31,7 @@ import datetime as dt
 import importlib.util
 import itertools
 import json
+import math
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -73,29 +75,52 @@ def grid_mm() -> list[dict[str, Any]]:
     return out
 
 
+def prior_order(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Configuration label -> how far from each problem's fastest it ran in an earlier sweep (the geometric mean
+    of ms / fastest ms over the problems that timed it correctly; lower first). Labels carry the layout."""
+    timed: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r.get("status") == "correct" and r.get("ms"):
+            timed.setdefault(r["problem"], {})[r["config"]] = float(r["ms"])
+    logs: dict[str, list[float]] = {}
+    for by_cfg in timed.values():
+        best = min(by_cfg.values())
+        for cfg, ms in by_cfg.items():
+            logs.setdefault(cfg, []).append(math.log(ms / best))
+    return {cfg: math.exp(sum(v) / len(v)) for cfg, v in logs.items()}
+
+
 def label(cfg: dict[str, Any]) -> str:
     tag = f"{cfg['BLOCK_M']}x{cfg['BLOCK_N']}x{cfg['BLOCK_K']} w{cfg['num_warps']} s{cfg['num_stages']}"
     return tag + (" nhwc" if cfg.get("layout") == "nhwc" else "")
 
 
 def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozenset(), layout: str = "nchw",
-            kind: str = "conv") -> tuple[Problem, list[tuple[dict[str, Any], str]]]:
-    """The problem and its candidate's source per configuration (the first ``limit`` of the grid not in ``skip``:
-    (problem, config) pairs that spilled or failed ahead of time)."""
+            kind: str = "conv", prior: dict[str, float] | None = None) -> tuple[Problem, list[tuple[dict[str, Any], str]]]:
+    """The problem and its candidate's source per configuration: the grid less ``skip`` ((problem, config) pairs
+    that spilled or failed ahead of time), ordered by ``prior`` (``prior_order``: the best-known first, unknown ones
+    after them in grid order), the first ``limit`` of it."""
     problem = Problem.from_file(path)
     traced, plan = _plan(problem, {}, None)
     if kind == "matmul":
         next(g for g in plan.groups if g.kind == MATMUL)  # StopIteration: no Triton matmul in the plan
-        cfgs = [c for c in grid_mm() if (path.stem, label(c)) not in skip][:limit]
+        cfgs = _ordered([c for c in grid_mm() if (path.stem, label(c)) not in skip], prior)[:limit]
         return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {MATMUL: c}, f"sweep {label(c)}"))
                          for c in cfgs]
     conv = next(g for g in plan.groups if g.kind == CONVS)
     n = conv.nodes[0]
-    cfgs = [c for c in grid(n.shape[1] // int(n.attrs["groups"])) if (path.stem, label(c)) not in skip][:limit]
+    cfgs = [c for c in grid(n.shape[1] // int(n.attrs["groups"])) if (path.stem, label(c)) not in skip]
     if layout == "nhwc":  # the channels-last form (``conv-nhwc``) where the convolution allows it
         cfgs = [{**c, "layout": "nhwc"} for c in cfgs] if nhwc_ok(plan, n) else []
+    cfgs = _ordered(cfgs, prior)[:limit]
     return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {CONVS: c}, f"sweep {label(c)}"))
                      for c in cfgs]
+
+
+def _ordered(cfgs: list[dict[str, Any]], prior: dict[str, float] | None) -> list[dict[str, Any]]:
+    if not prior:
+        return cfgs
+    return sorted(cfgs, key=lambda c: prior.get(label(c), math.inf))  # stable: unknown ones keep grid order
 
 
 def _load(src: str, tag: str) -> Any:
@@ -150,13 +175,14 @@ def _run_once(problem: Problem, mod: Any) -> tuple[Any, Any, list[Any]]:
 
 
 def measure(path: Path, jobs: int, limit: int | None, skip: set[tuple[str, str]],
-            rows: list[dict[str, Any]], save: Any, layout: str = "nchw", kind: str = "conv") -> None:
+            rows: list[dict[str, Any]], save: Any, layout: str = "nchw", kind: str = "conv",
+            prior: dict[str, float] | None = None) -> None:
     """Compile every configuration in ``jobs`` processes, then check and time each; rows are appended to ``rows``
     and ``save()`` is called after each (a run stopped by its time limit keeps what it measured)."""
     import torch
     from triton.testing import do_bench
 
-    problem, cands = sources(path, limit, skip, layout, kind)
+    problem, cands = sources(path, limit, skip, layout, kind, prior)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=__import__("multiprocessing").get_context("spawn")) as ex:
         warmed = list(ex.map(_warm, [(str(path), s) for _, s in cands]))
     cudnn_ms = None
@@ -207,11 +233,14 @@ def main() -> int:
                     help="nhwc: the channels-last form (conv-nhwc) of the convolutions that allow it")
     ap.add_argument("--kind", choices=["conv", "matmul"], default="conv", help="which group's tiles to sweep")
     ap.add_argument("--from-aot", type=Path, help="an --aot run's JSON: skip the configurations that spilled there")
+    ap.add_argument("--prior", type=Path, help="an earlier GPU sweep's JSON: its fastest configurations first "
+                    "(with --limit, only the best-known N per problem)")
     args = ap.parse_args()
     skip: set[tuple[str, str]] = set()
     if args.from_aot:
         skip = {(r["problem"], r["config"]) for r in json.loads(args.from_aot.read_text())["rows"] if r["status"] != "ok"}
     pattern = "*conv*.py" if args.kind == "conv" else "*atmul*.py"
+    prior = prior_order(json.loads(args.prior.read_text())["rows"]) if args.prior else None
     paths = sorted((args.kernelbench / "level1").glob(pattern), key=lambda p: int(p.stem.split("_")[0]))
     paths = [p for p in paths if not args.only or p.stem.split("_")[0] in args.only]
     rows: list[dict[str, Any]] = []
@@ -223,7 +252,7 @@ def main() -> int:
     for path in paths:
         try:
             if args.aot:
-                _, cands = sources(path, args.limit, layout=args.layout, kind=args.kind)
+                _, cands = sources(path, args.limit, layout=args.layout, kind=args.kind, prior=prior)
                 for cfg, src in cands:
                     facts = _aot(src)
                     status = "error" if facts["error"] else ("spills" if facts["spills"] > SPILL_BOUND else "ok")
@@ -231,7 +260,7 @@ def main() -> int:
                     print(f"{path.stem[:40]:<40} {label(cfg):<22} {status:<7} regs {facts['registers']:>3} "
                           f"spills {facts['spills']:>4} {facts['error'] or ''}", flush=True)
             else:
-                measure(path, args.jobs, args.limit, skip, rows, save, args.layout, args.kind)
+                measure(path, args.jobs, args.limit, skip, rows, save, args.layout, args.kind, prior)
         except KeyboardInterrupt:
             print("conv_tiles_gpu: stopped; the rows so far are kept", file=sys.stderr)
             break

@@ -114,3 +114,25 @@ def test_matmul_sweep_writes_each_tile_into_the_matmul_launch(tmp_path: Path) ->
         launch = next(line for line in src.splitlines() if "_matmul_0_kernel[" in line)
         assert f"BLOCK_M={cfg['BLOCK_M']}" in launch and f"BLOCK_K={cfg['BLOCK_K']}" in launch
         assert f"num_stages={cfg['num_stages']}" in launch and "PRECISION='tf32x3'" in launch
+
+
+def test_a_prior_sweep_orders_the_configurations_best_known_first(tmp_path: Path) -> None:
+    """--prior: configurations ranked by their geometric-mean distance from each problem's fastest in an earlier
+    sweep; ones it never timed keep grid order after them; --limit then keeps the best-known N."""
+    rows = [{"problem": "a", "config": "A", "status": "correct", "ms": 1.0},
+            {"problem": "a", "config": "B", "status": "correct", "ms": 2.0},
+            {"problem": "b", "config": "A", "status": "correct", "ms": 4.0},
+            {"problem": "b", "config": "B", "status": "correct", "ms": 2.0},
+            {"problem": "b", "config": "C", "status": "correct", "ms": 3.0},
+            {"problem": "b", "config": "D", "status": "failed"}]
+    prior = conv_tiles.prior_order(rows)
+    assert set(prior) == {"A", "B", "C"}
+    assert abs(prior["A"] - 2 ** 0.5) < 1e-9 and abs(prior["B"] - 2 ** 0.5) < 1e-9 and prior["C"] == 1.5
+    kb = tmp_path / "level1"
+    kb.mkdir()
+    path = kb / "9_Matmul_odd.py"
+    path.write_text(textwrap.dedent(MATMUL_PROBLEM))
+    grid = conv_tiles.grid_mm()
+    fav = {conv_tiles.label(grid[5]): 1.0, conv_tiles.label(grid[2]): 1.3}
+    _, cands = conv_tiles.sources(path, limit=3, kind="matmul", prior=fav)
+    assert [c for c, _ in cands] == [grid[5], grid[2], grid[0]]
