@@ -102,19 +102,17 @@ def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozense
     after them in grid order), the first ``limit`` of it."""
     problem = Problem.from_file(path)
     traced, plan = _plan(problem, {}, None)
+    key = MATMUL if kind == "matmul" else CONVS
+    g = next(g for g in plan.groups if g.kind == key)  # StopIteration: no Triton convolution or matmul in the plan
     if kind == "matmul":
-        next(g for g in plan.groups if g.kind == MATMUL)  # StopIteration: no Triton matmul in the plan
-        cfgs = _ordered([c for c in grid_mm() if (path.stem, label(c)) not in skip], prior)[:limit]
-        return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {MATMUL: c}, f"sweep {label(c)}"))
-                         for c in cfgs]
-    conv = next(g for g in plan.groups if g.kind == CONVS)
-    n = conv.nodes[0]
-    cfgs = [c for c in grid(n.shape[1] // int(n.attrs["groups"])) if (path.stem, label(c)) not in skip]
-    if layout == "nhwc":  # the channels-last form (``conv-nhwc``) where the convolution allows it
-        cfgs = [{**c, "layout": "nhwc"} for c in cfgs] if nhwc_ok(plan, n) else []
-    cfgs = _ordered(cfgs, prior)[:limit]
-    return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {CONVS: c}, f"sweep {label(c)}"))
-                     for c in cfgs]
+        cfgs = [c for c in grid_mm() if (path.stem, label(c)) not in skip]
+    else:
+        n = g.nodes[0]
+        cfgs = [c for c in grid(n.shape[1] // int(n.attrs["groups"])) if (path.stem, label(c)) not in skip]
+        if layout == "nhwc":  # the channels-last form (``conv-nhwc``) where the convolution allows it
+            cfgs = [{**c, "layout": "nhwc"} for c in cfgs] if nhwc_ok(plan, n) else []
+    return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {key: c}, f"sweep {label(c)}"))
+                     for c in _ordered(cfgs, prior)[:limit]]
 
 
 def _ordered(cfgs: list[dict[str, Any]], prior: dict[str, float] | None) -> list[dict[str, Any]]:

@@ -289,7 +289,8 @@ def variant_menu(plan: Plan) -> list[Variant]:
     split = _split_k(plan)
     base_opts = {"split_k": split} if split else {}
     menu = [Variant("default", "heuristic block sizes" + (f", split-K x{split}" if split else ""), base_opts)]
-    if eligible(plan) is not None:
+    conv_cl = eligible(plan) is not None
+    if conv_cl:
         # first: on the H200 cuDNN ran these convolutions 1.3-1.7x faster channels-last (_convcl.py)
         menu.insert(0, Variant("conv-cl", "channels-last convolution (Triton input transpose) and epilogue",
                                {**base_opts, "conv_cl": True}, {POINTWISE: {"channels_last": True}}))
@@ -314,7 +315,7 @@ def variant_menu(plan: Plan) -> list[Variant]:
     if CONVS in kinds:
         menu += _conv_variants(plan, base_opts)
     elif any(g.kind == TORCH and g.nodes[0].attrs.get("op") in ("conv", "conv_transpose") for g in plan.groups):
-        if (net := _net_cl(plan, menu[0])) is not None:
+        if (net := _net_cl(plan, menu[0], conv_cl)) is not None:
             menu.insert(1, net)  # second: the row-major first variant stays first
         # cuDNN with a Triton epilogue stays first (verified on 85 of the dev split's 100 at 1.14x, H200
         # 2026-12-04); the implicit-GEMM convolution with the chain fused into its epilogue is the next idea
@@ -336,15 +337,15 @@ def variant_menu(plan: Plan) -> list[Variant]:
     return menu
 
 
-def _net_cl(plan: Plan, first: Variant) -> Variant | None:
+def _net_cl(plan: Plan, first: Variant, conv_cl: bool) -> Variant | None:
     """net-cl (``_convcl.plan_network``) on top of the ``first`` variant, where a network has several torch
     convolutions and at least one reads the channels-last output of a kernel before it, or where one
-    convolution feeds reductions or windows (a single convolution with one pointwise epilogue is conv-cl's
-    case). The second: on the H100 (2026-12-08, ``where_time_goes_gpu.py``) cuDNN ran KernelBench L2 67's and
+    convolution feeds reductions or windows (a single convolution with one pointwise epilogue, ``conv_cl``, is
+    conv-cl's case). The second: on the H100 (2026-12-08, ``where_time_goes_gpu.py``) cuDNN ran KernelBench L2 67's and
     73's NCHW convolutions (8 input channels) in FP32 FFMA kernels, 2.66 and 0.67 ms, where torch.compile's
     channels-last call took a TF32 kernel, 1.31 and 0.33 ms."""
     net = plan_network(plan)
-    single = net is not None and len(net.convs) == 1 and eligible(plan) is None
+    single = net is not None and len(net.convs) == 1 and not conv_cl
     if net is None or not (single or (len(net.convs) >= 2 and net.direct)):
         return None
     pw = {**first.overrides.get(POINTWISE, {}), "channels_last": True}
@@ -370,7 +371,9 @@ def _matmul_variants(plan: Plan, base_opts: dict[str, Any]) -> list[Variant]:
     if in_loop and all(c["BLOCK_K"] < 64 and _bare(g) for g, c in zip(groups, cfgs, strict=True)):
         # second for a matmul with nothing fused after it: on the H100 (2026-12-08 tile sweep) 128x64x64 ran
         # KernelBench 6 (256x524288 @ 524288x256) in 1.39 ms against the default's 1.69, where 128x128 took 3.9;
-        # under an epilogue the 64-deep step spilled 18-54 registers (sm_90 AOT, level 2's 16 GEMMs), so not there
+        # under an epilogue the 64-deep step spilled 18-54 registers (sm_90 AOT, level 2's 16 GEMMs), so not there;
+        # bare, level 1's 3, 6, 11 and 16 compiled without spills but a 4096x1024 @ 1024x1024 spilled 24 (Triton
+        # 3.9): the evaluator's timing, not this rule, decides whether it is kept
         out.append(Variant("mm-k64", "64-deep K steps (128x64x64 tiles, 8 warps, 3 stages)", base_opts,
                            {MATMUL: {"BLOCK_K": 64}}))
     if in_loop:
