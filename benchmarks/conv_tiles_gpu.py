@@ -108,9 +108,11 @@ def sources(path: Path, limit: int | None, skip: set[tuple[str, str]] = frozense
         cfgs = [c for c in grid_mm() if (path.stem, label(c)) not in skip]
     else:
         n = g.nodes[0]
-        cfgs = [c for c in grid(n.shape[1] // int(n.attrs["groups"])) if (path.stem, label(c)) not in skip]
+        cfgs = grid(n.shape[1] // int(n.attrs["groups"]))
         if layout == "nhwc":  # the channels-last form (``conv-nhwc``) where the convolution allows it
             cfgs = [{**c, "layout": "nhwc"} for c in cfgs] if nhwc_ok(plan, n) else []
+        # skipped by label after the layout is set: an --aot run of the channels-last form labels them " nhwc"
+        cfgs = [c for c in cfgs if (path.stem, label(c)) not in skip]
     return problem, [(c, emit_module(problem.name, problem.source, traced, plan, {key: c}, f"sweep {label(c)}"))
                      for c in _ordered(cfgs, prior)[:limit]]
 

@@ -82,6 +82,11 @@ def test_channels_last_sweep_only_where_the_convolution_allows_it(tmp_path: Path
     cands = conv_tiles.sources(wide, limit=2, layout="nhwc")[1]
     assert len(cands) == 2 and all(c["layout"] == "nhwc" and ".permute(" in src for c, src in cands)
     assert conv_tiles.label(cands[0][0]).endswith(" nhwc")
+    # an --aot run of the channels-last form marks its labels " nhwc": those are the ones skipped
+    spilled = {(wide.stem, conv_tiles.label(cands[0][0]))}
+    rest = conv_tiles.sources(wide, limit=2, skip=spilled, layout="nhwc")[1]
+    assert [conv_tiles.label(c) for c, _ in rest] == [conv_tiles.label(cands[1][0]),
+                                                      conv_tiles.label(conv_tiles.sources(wide, limit=3, layout="nhwc")[1][2][0])]
 
 
 MATMUL_PROBLEM = '''
